@@ -1,0 +1,101 @@
+package receipts
+
+import (
+	"crypto/ed25519"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// MaxEntrySize is the largest log entry, the tlog-tiles limit on a leaf.
+const MaxEntrySize = 65535
+
+// Errors returned by ParseEntry, so that a log can answer with the right
+// status: ErrMalformedEntry (400), ErrEntryTooLarge (413), ErrEntrySignature (422).
+var (
+	ErrMalformedEntry = errors.New("malformed entry")
+	ErrEntryTooLarge  = errors.New("entry too large")
+	ErrEntrySignature = errors.New("entry signature or kid does not verify")
+)
+
+// An Entry is a log entry: a receipt with the public key that signed it
+// (DESIGN §3.4). Entries are self-verifying; whether the key belongs to whom
+// it claims is still for the verifier's pinned keys to decide.
+type Entry struct {
+	PublicKey ed25519.PublicKey
+	// Receipt is the receipt in JCS form.
+	Receipt []byte
+	// KID, SessionID and Sequence are read from the receipt.
+	KID       string
+	SessionID string
+	Sequence  int64
+}
+
+// Leaf returns the log leaf: the JCS of {"public_key": <hex>, "receipt": <receipt>}.
+func (e *Entry) Leaf() []byte {
+	b := make([]byte, 0, len(e.Receipt)+100)
+	b = append(b, `{"public_key":"`...)
+	b = hex.AppendEncode(b, e.PublicKey)
+	b = append(b, `","receipt":`...)
+	b = append(b, e.Receipt...)
+	return append(b, '}')
+}
+
+// NewEntry returns the log leaf for a receipt signed by pub, verifying it first.
+func NewEntry(pub ed25519.PublicKey, receipt []byte) ([]byte, error) {
+	c, err := CanonicalizeJSON(receipt)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
+	}
+	e := &Entry{PublicKey: pub, Receipt: c}
+	leaf := e.Leaf()
+	if _, err := ParseEntry(leaf); err != nil {
+		return nil, err
+	}
+	return leaf, nil
+}
+
+// ParseEntry strictly parses and verifies a log entry from untrusted input:
+// size, strict JSON, exactly the members public_key and receipt, a draft-04
+// envelope, a kid that is the public key's, and a valid signature. The
+// returned entry's Leaf is the canonical form to store, so that the same
+// entry always has the same leaf hash.
+func ParseEntry(data []byte) (*Entry, error) {
+	if len(data) > MaxEntrySize {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrEntryTooLarge, len(data), MaxEntrySize)
+	}
+	obj, err := ParseObject(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
+	}
+	pk, _ := obj["public_key"].(string)
+	rec, ok := obj["receipt"].(map[string]any)
+	if len(obj) != 2 || !ok || pk == "" {
+		return nil, fmt.Errorf("%w: want exactly the members public_key (hex) and receipt (object)", ErrMalformedEntry)
+	}
+	pub, err := ParsePublicKeyHex(pk)
+	if err != nil || !isHex(pk) {
+		return nil, fmt.Errorf("%w: public_key is not 64 lowercase hex characters", ErrMalformedEntry)
+	}
+	c, err := Canonicalize(rec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
+	}
+	rc, cause, detail := parseReceipt(c)
+	if cause != "" || rc.shape != "envelope" {
+		return nil, fmt.Errorf("%w: receipt is not a draft-04 envelope: %s", ErrMalformedEntry, detail)
+	}
+	if rc.kid != KID(pub) {
+		return nil, fmt.Errorf("%w: kid %q is not %q, the kid of public_key", ErrEntrySignature, rc.kid, KID(pub))
+	}
+	if rc.sig == nil || !ed25519.Verify(pub, rc.signingInput, rc.sig) {
+		return nil, fmt.Errorf("%w: bad Ed25519 signature", ErrEntrySignature)
+	}
+	e := &Entry{PublicKey: pub, Receipt: c, KID: rc.kid}
+	if n := len(e.Leaf()); n > MaxEntrySize {
+		return nil, fmt.Errorf("%w: canonical leaf is %d bytes, limit %d", ErrEntryTooLarge, n, MaxEntrySize)
+	}
+	e.SessionID, _ = rc.payload["session_id"].(string)
+	e.Sequence, _ = number(rc.payload["sequence"])
+	return e, nil
+}

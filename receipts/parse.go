@@ -1,0 +1,341 @@
+package receipts
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Limits on untrusted JSON accepted by [Parse].
+const (
+	// MaxDocumentSize is the largest document Parse accepts, in bytes.
+	MaxDocumentSize = 1 << 20
+	// MaxDepth is the deepest nesting of arrays and objects Parse accepts.
+	MaxDepth = 64
+)
+
+// A SyntaxError reports JSON that Parse refuses, with the byte offset at which
+// the problem was found.
+type SyntaxError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
+}
+
+// ErrTooLarge is returned by Parse for documents over MaxDocumentSize.
+var ErrTooLarge = errors.New("document too large")
+
+// Parse strictly parses one JSON document from untrusted input. It rejects
+// duplicate object keys, invalid UTF-8, lone surrogate escapes, nesting deeper
+// than MaxDepth, documents larger than MaxDocumentSize, and trailing data.
+//
+// Objects become map[string]any, arrays []any, strings string, numbers
+// json.Number (the literal as written), and true, false and null become bool
+// and nil.
+func Parse(data []byte) (any, error) {
+	if len(data) > MaxDocumentSize {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), MaxDocumentSize)
+	}
+	p := parser{data: data}
+	p.skipSpace()
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	p.skipSpace()
+	if p.pos != len(p.data) {
+		return nil, p.errorf("trailing data after the document")
+	}
+	return v, nil
+}
+
+// ParseObject is Parse for documents that must be a JSON object.
+func ParseObject(data []byte) (map[string]any, error) {
+	v, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, &SyntaxError{0, "document is not a JSON object"}
+	}
+	return m, nil
+}
+
+type parser struct {
+	data []byte
+	pos  int
+}
+
+func (p *parser) errorf(format string, args ...any) error {
+	return &SyntaxError{Offset: p.pos, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (p *parser) skipSpace() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) value(depth int) (any, error) {
+	if p.pos >= len(p.data) {
+		return nil, p.errorf("unexpected end of input")
+	}
+	switch c := p.data[p.pos]; {
+	case c == '{':
+		return p.object(depth + 1)
+	case c == '[':
+		return p.array(depth + 1)
+	case c == '"':
+		return p.string()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	default:
+		for _, lit := range []struct {
+			text string
+			v    any
+		}{{"true", true}, {"false", false}, {"null", nil}} {
+			if len(p.data)-p.pos >= len(lit.text) && string(p.data[p.pos:p.pos+len(lit.text)]) == lit.text {
+				p.pos += len(lit.text)
+				return lit.v, nil
+			}
+		}
+		return nil, p.errorf("unexpected character %q", c)
+	}
+}
+
+func (p *parser) object(depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, p.errorf("nesting deeper than %d", MaxDepth)
+	}
+	p.pos++ // {
+	m := make(map[string]any)
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == '}' {
+		p.pos++
+		return m, nil
+	}
+	for {
+		p.skipSpace()
+		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+			return nil, p.errorf("expected object key")
+		}
+		keyPos := p.pos
+		k, err := p.string()
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := m[k]; dup {
+			return nil, &SyntaxError{keyPos, fmt.Sprintf("duplicate key %q", k)}
+		}
+		p.skipSpace()
+		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+			return nil, p.errorf("expected ':' after object key")
+		}
+		p.pos++
+		p.skipSpace()
+		v, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		m[k] = v
+		p.skipSpace()
+		if p.pos >= len(p.data) {
+			return nil, p.errorf("unexpected end of input in object")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case '}':
+			p.pos++
+			return m, nil
+		default:
+			return nil, p.errorf("expected ',' or '}' in object")
+		}
+	}
+}
+
+func (p *parser) array(depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, p.errorf("nesting deeper than %d", MaxDepth)
+	}
+	p.pos++ // [
+	a := []any{}
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == ']' {
+		p.pos++
+		return a, nil
+	}
+	for {
+		p.skipSpace()
+		v, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, v)
+		p.skipSpace()
+		if p.pos >= len(p.data) {
+			return nil, p.errorf("unexpected end of input in array")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			return a, nil
+		default:
+			return nil, p.errorf("expected ',' or ']' in array")
+		}
+	}
+}
+
+func (p *parser) number() (any, error) {
+	start := p.pos
+	d := p.data
+	if p.pos < len(d) && d[p.pos] == '-' {
+		p.pos++
+	}
+	digits := func() int {
+		n := 0
+		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
+			p.pos++
+			n++
+		}
+		return n
+	}
+	intStart := p.pos
+	if n := digits(); n == 0 {
+		return nil, p.errorf("invalid number")
+	} else if n > 1 && d[intStart] == '0' {
+		return nil, &SyntaxError{intStart, "number with leading zero"}
+	}
+	if p.pos < len(d) && d[p.pos] == '.' {
+		p.pos++
+		if digits() == 0 {
+			return nil, p.errorf("invalid number fraction")
+		}
+	}
+	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
+		p.pos++
+		if p.pos < len(d) && (d[p.pos] == '+' || d[p.pos] == '-') {
+			p.pos++
+		}
+		if digits() == 0 {
+			return nil, p.errorf("invalid number exponent")
+		}
+	}
+	lit := string(d[start:p.pos])
+	if f, err := strconv.ParseFloat(lit, 64); err != nil || f != f {
+		return nil, &SyntaxError{start, "number out of range"}
+	}
+	return json.Number(lit), nil
+}
+
+func (p *parser) string() (string, error) {
+	p.pos++ // opening quote
+	d := p.data
+	start := p.pos
+	// Fast path: no escapes.
+	for p.pos < len(d) {
+		c := d[p.pos]
+		if c == '"' {
+			s := d[start:p.pos]
+			if !utf8.Valid(s) {
+				return "", &SyntaxError{start, "invalid UTF-8 in string"}
+			}
+			p.pos++
+			return string(s), nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", p.errorf("control character in string")
+		}
+		p.pos++
+	}
+	buf := append([]byte(nil), d[start:p.pos]...)
+	for p.pos < len(d) {
+		c := d[p.pos]
+		switch {
+		case c == '"':
+			if !utf8.Valid(buf) {
+				return "", &SyntaxError{start, "invalid UTF-8 in string"}
+			}
+			p.pos++
+			return string(buf), nil
+		case c < 0x20:
+			return "", p.errorf("control character in string")
+		case c != '\\':
+			buf = append(buf, c)
+			p.pos++
+			continue
+		}
+		p.pos++
+		if p.pos >= len(d) {
+			break
+		}
+		e := d[p.pos]
+		p.pos++
+		switch e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r, err := p.hex4()
+			if err != nil {
+				return "", err
+			}
+			if utf16.IsSurrogate(r) {
+				if r >= 0xdc00 || p.pos+1 >= len(d) || d[p.pos] != '\\' || d[p.pos+1] != 'u' {
+					return "", p.errorf("lone surrogate \\u%04x", r)
+				}
+				p.pos += 2
+				r2, err := p.hex4()
+				if err != nil {
+					return "", err
+				}
+				if r2 < 0xdc00 || r2 > 0xdfff {
+					return "", p.errorf("lone surrogate \\u%04x", r)
+				}
+				r = utf16.DecodeRune(r, r2)
+			}
+			buf = utf8.AppendRune(buf, r)
+		default:
+			return "", p.errorf("invalid escape \\%c", e)
+		}
+	}
+	return "", p.errorf("unterminated string")
+}
+
+func (p *parser) hex4() (rune, error) {
+	if len(p.data)-p.pos < 4 {
+		return 0, p.errorf("short \\u escape")
+	}
+	n, err := strconv.ParseUint(string(p.data[p.pos:p.pos+4]), 16, 32)
+	if err != nil {
+		return 0, p.errorf("invalid \\u escape")
+	}
+	p.pos += 4
+	return rune(n), nil
+}

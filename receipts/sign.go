@@ -1,0 +1,118 @@
+package receipts
+
+import (
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Spec is the receipts draft Docket implements.
+const Spec = "draft-farley-acta-signed-receipts-04"
+
+// Receipt types and decisions (DESIGN §3.1).
+const (
+	TypeDecision  = "protectmcp:decision"
+	TypeLifecycle = "protectmcp:lifecycle"
+
+	Allow           = "allow"
+	Deny            = "deny"
+	RequireApproval = "require_approval"
+)
+
+// Payload holds the members Docket signs. Empty members are omitted, never
+// written as null; there are no floating-point members.
+type Payload struct {
+	Type                string   `json:"type"`
+	Spec                string   `json:"spec"`
+	IssuedAt            string   `json:"issued_at"`
+	IssuerID            string   `json:"issuer_id"`
+	SessionID           string   `json:"session_id"`
+	Sequence            int64    `json:"sequence,omitempty"`
+	PreviousReceiptHash string   `json:"previousReceiptHash,omitempty"`
+	HookEvent           string   `json:"hook_event,omitempty"`
+	Agent               string   `json:"agent,omitempty"`
+	ToolName            string   `json:"tool_name,omitempty"`
+	ToolUseID           string   `json:"tool_use_id,omitempty"`
+	ToolInputHash       string   `json:"tool_input_hash,omitempty"`
+	ToolOutputHash      string   `json:"tool_output_hash,omitempty"`
+	Decision            string   `json:"decision,omitempty"`
+	Reason              string   `json:"reason,omitempty"`
+	PolicyDigest        string   `json:"policy_digest,omitempty"`
+	PolicyIDs           []string `json:"policy_ids,omitempty"`
+	DecisionReceiptHash string   `json:"decision_receipt_hash,omitempty"`
+	HookLatencyMs       *int64   `json:"hook_latency_ms,omitempty"`
+	ToolDurationMs      *int64   `json:"tool_duration_ms,omitempty"`
+	LifecycleEvent      string   `json:"lifecycle_event,omitempty"`
+}
+
+// FormatTime formats t as the receipts' issued_at: RFC 3339 UTC with
+// milliseconds, 2026-11-21T12:34:56.123Z.
+func FormatTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// Sign signs p with key and returns the receipt as JCS bytes, the exact form
+// that is stored, hashed into the chain and submitted to the log. It fills in
+// Spec, IssuerID (from the key) and IssuedAt when they are empty, and refuses
+// a payload whose IssuerID is not the key's KID.
+func Sign(key ed25519.PrivateKey, p Payload) ([]byte, error) {
+	kid := KID(key.Public().(ed25519.PublicKey))
+	if p.Spec == "" {
+		p.Spec = Spec
+	}
+	if p.IssuerID == "" {
+		p.IssuerID = kid
+	}
+	if p.IssuedAt == "" {
+		p.IssuedAt = FormatTime(time.Now())
+	}
+	if p.IssuerID != kid {
+		return nil, fmt.Errorf("signing: issuer_id %q is not the key's kid %q", p.IssuerID, kid)
+	}
+	if p.Type == "" || p.SessionID == "" {
+		return nil, fmt.Errorf("signing: payload needs type and session_id")
+	}
+	j, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("signing: %w", err)
+	}
+	payload, err := CanonicalizeJSON(j)
+	if err != nil {
+		return nil, fmt.Errorf("signing: %w", err)
+	}
+	return SignCanonical(key, payload), nil
+}
+
+// SignCanonical signs an already canonical payload (JCS bytes) and returns
+// the whole envelope as JCS bytes.
+func SignCanonical(key ed25519.PrivateKey, payload []byte) []byte {
+	kid := KID(key.Public().(ed25519.PublicKey))
+	sig := ed25519.Sign(key, payload)
+	b := make([]byte, 0, len(payload)+len(kid)+200)
+	b = append(b, `{"payload":`...)
+	b = append(b, payload...)
+	b = append(b, `,"signature":{"alg":"EdDSA","kid":`...)
+	b = appendString(b, kid)
+	b = append(b, `,"sig":"`...)
+	b = hex.AppendEncode(b, sig)
+	return append(b, `"}}`...)
+}
+
+// ChainHash returns the chain hash of a receipt that is already in JCS form
+// (as Sign returns it): "sha256:" + hex SHA-256 of its bytes. This is the
+// value of the next receipt's previousReceiptHash.
+func ChainHash(canonical []byte) string {
+	return sha256Ref(canonical)
+}
+
+// Hash returns the chain hash of a receipt in any JSON form: it parses the
+// receipt strictly and hashes its JCS form.
+func Hash(receipt []byte) (string, error) {
+	c, err := CanonicalizeJSON(receipt)
+	if err != nil {
+		return "", err
+	}
+	return sha256Ref(c), nil
+}

@@ -1,0 +1,347 @@
+package receipts
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+)
+
+// An Outcome is the result of verifying a receipt, as the draft defines it.
+type Outcome int
+
+const (
+	// Valid: every check ran and passed.
+	Valid Outcome = iota
+	// Invalid: a check ran and failed.
+	Invalid
+	// Undecidable: a check could not run (no trusted key, unknown shape,
+	// malformed input, unsupported algorithm). Never to be read as valid.
+	Undecidable
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Valid:
+		return "valid"
+	case Invalid:
+		return "invalid"
+	default:
+		return "undecidable"
+	}
+}
+
+// MarshalText encodes the outcome as its name.
+func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// Causes name why a receipt is invalid or undecidable.
+const (
+	CauseMalformed        = "malformed"          // undecidable: not strict JSON
+	CauseUnknownShape     = "unknown_shape"      // undecidable
+	CauseUnsupportedAlg   = "unsupported_alg"    // undecidable
+	CauseNoTrustedKey     = "no_trusted_key"     // undecidable
+	CauseEmbeddedKeyOnly  = "embedded_key_only"  // undecidable: the only key is inside the receipt
+	CauseBadSignature     = "bad_signature"      // invalid
+	CauseKIDMismatch      = "kid_mismatch"       // invalid
+	CauseKeyOutsideWindow = "key_outside_window" // invalid
+	CausePolicyDigest     = "policy_digest_mismatch"
+	CauseSession          = "session_mismatch"
+	CauseChainBreak       = "chain_break"
+	CauseSequence         = "sequence_gap"
+	CauseUnlinkedExec     = "unlinked_execution"
+)
+
+// A Result is the verification result of one receipt.
+type Result struct {
+	Outcome Outcome `json:"outcome"`
+	// Cause is one of the Cause constants when Outcome is not Valid.
+	Cause string `json:"cause,omitempty"`
+	// Detail explains the cause for people.
+	Detail string `json:"detail,omitempty"`
+	// Shape is "envelope", "flat", "v1-artifact" or "v2-artifact".
+	Shape string `json:"shape,omitempty"`
+	KID   string `json:"kid,omitempty"`
+	// Hash is the chain hash of the receipt: "sha256:" + hex SHA-256 of JCS(receipt).
+	Hash string `json:"hash,omitempty"`
+	// Legacy names a convention of an earlier draft the receipt was accepted
+	// under (a bare-hex or payload-only chain link, a null genesis link).
+	Legacy string `json:"legacy,omitempty"`
+}
+
+func (r *Result) fail(o Outcome, cause, format string, args ...any) {
+	if r.Outcome != Valid {
+		return // keep the first failure
+	}
+	r.Outcome, r.Cause, r.Detail = o, cause, fmt.Sprintf(format, args...)
+}
+
+// Options says what a verifier trusts and expects.
+type Options struct {
+	// Keys are the trusted issuer keys. Without them every receipt is undecidable.
+	Keys *KeySet
+	// PolicyDigest, if set, is the policy digest every receipt must carry.
+	PolicyDigest string
+	// SessionID, if set, is the session every receipt must belong to.
+	SessionID string
+}
+
+// receipt is a parsed receipt of any supported shape.
+type receipt struct {
+	shape        string
+	payload      map[string]any // the members that carry chain fields
+	signingInput []byte
+	sig          []byte
+	kid          string
+	hash         string // sha256 of JCS(whole receipt)
+	payloadHash  string // sha256 of the signing input (payload-only links)
+	embeddedKey  bool
+}
+
+// parseReceipt recognizes the shape of a receipt. A non-empty cause means
+// the receipt could not be parsed; r.hash is set whenever the JSON was valid.
+func parseReceipt(data []byte) (rc receipt, cause, detail string) {
+	obj, err := ParseObject(data)
+	if err != nil {
+		return rc, CauseMalformed, err.Error()
+	}
+	whole, err := Canonicalize(obj)
+	if err != nil {
+		return rc, CauseMalformed, err.Error()
+	}
+	rc.hash = sha256Ref(whole)
+	switch sig := obj["signature"].(type) {
+	case map[string]any:
+		payload, ok := obj["payload"].(map[string]any)
+		if !ok || len(obj) != 2 {
+			return rc, CauseUnknownShape, "an envelope has exactly the members payload (an object) and signature"
+		}
+		rc.shape, rc.payload = "envelope", payload
+		if alg, _ := sig["alg"].(string); alg != "EdDSA" {
+			return rc, CauseUnsupportedAlg, fmt.Sprintf("signature alg %q, want EdDSA", sig["alg"])
+		}
+		rc.kid, _ = sig["kid"].(string)
+		s, _ := sig["sig"].(string)
+		if rc.sig, err = hex.DecodeString(s); err != nil || len(rc.sig) != ed25519.SignatureSize || strings.ToLower(s) != s {
+			rc.sig = nil // checked as a bad signature
+		}
+		if rc.signingInput, err = Canonicalize(payload); err != nil {
+			return rc, CauseMalformed, err.Error()
+		}
+		_, rc.embeddedKey = payload["public_key"]
+	case string:
+		rest := make(map[string]any, len(obj))
+		for k, v := range obj {
+			if k != "signature" {
+				rest[k] = v
+			}
+		}
+		rc.shape, rc.payload = "flat", rest
+		switch obj["v"] {
+		case json.Number("1"):
+			rc.shape = "v1-artifact"
+		case json.Number("2"):
+			rc.shape = "v2-artifact"
+			if p, ok := obj["payload"].(map[string]any); ok {
+				rc.payload = p
+			}
+		}
+		if alg, ok := obj["algorithm"]; ok && alg != "ed25519" && alg != "Ed25519" && alg != "EdDSA" {
+			return rc, CauseUnsupportedAlg, fmt.Sprintf("algorithm %q, want ed25519", alg)
+		}
+		rc.kid, _ = obj["kid"].(string)
+		rc.sig = decodeSig(sig)
+		if rc.signingInput, err = Canonicalize(rest); err != nil {
+			return rc, CauseMalformed, err.Error()
+		}
+		_, rc.embeddedKey = obj["public_key"]
+	default:
+		return rc, CauseUnknownShape, "no signature member: not a signed receipt"
+	}
+	rc.payloadHash = sha256Ref(rc.signingInput)
+	return rc, "", ""
+}
+
+// decodeSig accepts a 64-byte signature as hex, base64url or base64.
+func decodeSig(s string) []byte {
+	if b, err := hex.DecodeString(s); err == nil && len(b) == ed25519.SignatureSize {
+		return b
+	}
+	for _, enc := range []*base64.Encoding{base64.RawURLEncoding, base64.URLEncoding, base64.StdEncoding, base64.RawStdEncoding} {
+		if b, err := enc.DecodeString(s); err == nil && len(b) == ed25519.SignatureSize {
+			return b
+		}
+	}
+	return nil
+}
+
+// Verify verifies one receipt on its own: shape, key, signature, key window,
+// and the expectations in opts. Chain links are checked by VerifyChain.
+func Verify(data []byte, opts Options) Result {
+	_, r := verifyOne(data, opts)
+	return r
+}
+
+func verifyOne(data []byte, opts Options) (receipt, Result) {
+	rc, cause, detail := parseReceipt(data)
+	r := Result{Shape: rc.shape, KID: rc.kid, Hash: rc.hash}
+	if cause != "" {
+		r.fail(Undecidable, cause, "%s", detail)
+		return rc, r
+	}
+	key, ok := opts.Keys.lookup(rc.kid)
+	if !ok {
+		if rc.embeddedKey {
+			r.fail(Undecidable, CauseEmbeddedKeyOnly, "the only key is embedded in the receipt, which proves nothing; supply the issuer's key")
+		} else {
+			r.fail(Undecidable, CauseNoTrustedKey, "no trusted key for kid %q", rc.kid)
+		}
+		return rc, r
+	}
+	if strings.HasPrefix(rc.kid, KIDPrefix) && rc.kid != KID(key.Public) {
+		r.fail(Invalid, CauseKIDMismatch, "kid %q is not the trusted key's kid %q", rc.kid, KID(key.Public))
+		return rc, r
+	}
+	if iss, _ := rc.payload["issuer_id"].(string); rc.shape == "envelope" && strings.HasPrefix(iss, KIDPrefix) && iss != rc.kid {
+		r.fail(Invalid, CauseKIDMismatch, "payload issuer_id %q differs from signature kid %q", iss, rc.kid)
+		return rc, r
+	}
+	if rc.sig == nil || !ed25519.Verify(key.Public, rc.signingInput, rc.sig) {
+		r.fail(Invalid, CauseBadSignature, "Ed25519 signature does not verify with the trusted key")
+		return rc, r
+	}
+	if !key.ValidFrom.IsZero() || !key.ValidUntil.IsZero() {
+		at, err := issuedAt(rc)
+		switch {
+		case err != nil:
+			r.fail(Invalid, CauseKeyOutsideWindow, "key has a validity window but the receipt's time is unreadable: %v", err)
+		case !key.ValidFrom.IsZero() && at.Before(key.ValidFrom), !key.ValidUntil.IsZero() && at.After(key.ValidUntil):
+			r.fail(Invalid, CauseKeyOutsideWindow, "issued at %s, outside the key's validity window", at.Format(time.RFC3339))
+		}
+	}
+	if d, _ := rc.payload["policy_digest"].(string); opts.PolicyDigest != "" && d != opts.PolicyDigest {
+		r.fail(Invalid, CausePolicyDigest, "policy_digest %q, want %q", d, opts.PolicyDigest)
+	}
+	if s, _ := rc.payload["session_id"].(string); opts.SessionID != "" && s != opts.SessionID {
+		r.fail(Invalid, CauseSession, "session_id %q, want %q", s, opts.SessionID)
+	}
+	return rc, r
+}
+
+func issuedAt(rc receipt) (time.Time, error) {
+	for _, m := range []map[string]any{rc.payload} {
+		for _, k := range []string{"issued_at", "timestamp"} {
+			if s, ok := m[k].(string); ok {
+				return time.Parse(time.RFC3339, s)
+			}
+		}
+	}
+	return time.Time{}, fmt.Errorf("no issued_at")
+}
+
+// VerifyChain verifies receipts that form one chain, in chain order: each
+// receipt as Verify does, then every link. Receipts are verified in parallel
+// on all CPUs; the result for receipts[i] is at index i.
+//
+// Links are checked with the draft-04 rule (previousReceiptHash = "sha256:" +
+// hex SHA-256 of JCS(whole previous receipt)); bare-hex links (draft-02),
+// payload-only links (draft-01 and the flat shape's parent_receipt_hash) and
+// null genesis links are accepted but reported in Result.Legacy. Consecutive
+// sequence numbers, a single session, and the link from every execution
+// receipt to an earlier allow decision are checked too.
+func VerifyChain(receipts [][]byte, opts Options) []Result {
+	parsed := make([]receipt, len(receipts))
+	results := make([]Result, len(receipts))
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(receipts)/64))
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(receipts)/workers, (w+1)*len(receipts)/workers
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				parsed[i], results[i] = verifyOne(receipts[i], opts)
+			}
+		})
+	}
+	wg.Wait()
+	checkLinks(parsed, results)
+	return results
+}
+
+func checkLinks(parsed []receipt, results []Result) {
+	decisions := make(map[string]int) // chain hash → index, for decisions an execution may follow
+	for i := range parsed {
+		rc, r := &parsed[i], &results[i]
+		if rc.payload == nil {
+			continue // unparseable: already undecidable
+		}
+		link, hasLink := rc.payload["previousReceiptHash"]
+		if !hasLink {
+			link, hasLink = rc.payload["parent_receipt_hash"]
+		}
+		if i == 0 {
+			if hasLink && link == nil {
+				r.Legacy = "null genesis link (draft-01)"
+			}
+		} else if prev := &parsed[i-1]; prev.hash != "" {
+			s, _ := link.(string)
+			switch {
+			case !hasLink || link == nil:
+				r.fail(Invalid, CauseChainBreak, "no link to the previous receipt (receipt %d)", i)
+			case s == prev.hash:
+			case s == strings.TrimPrefix(prev.hash, "sha256:"):
+				r.Legacy = "bare-hex chain link (draft-02)"
+			case s == prev.payloadHash || s == strings.TrimPrefix(prev.payloadHash, "sha256:"):
+				r.Legacy = "payload-only chain link (draft-01 / flat parent_receipt_hash)"
+			default:
+				r.fail(Invalid, CauseChainBreak, "previous-receipt link %q does not match the previous receipt %s", s, prev.hash)
+			}
+			if seq, ok := number(rc.payload["sequence"]); ok {
+				if pseq, ok := number(prev.payload["sequence"]); ok && seq != pseq+1 {
+					r.fail(Invalid, CauseSequence, "sequence %d follows %d", seq, pseq)
+				}
+			}
+			if s, ok := rc.payload["session_id"].(string); ok {
+				if ps, ok := prev.payload["session_id"].(string); ok && s != ps {
+					r.fail(Invalid, CauseSession, "session_id %q follows %q in one chain", s, ps)
+				}
+			}
+		}
+		if d, _ := rc.payload["decision"].(string); rc.payload["hook_event"] == "PreToolUse" && (d == Allow || d == RequireApproval) {
+			decisions[rc.hash] = i
+		}
+		if ref, ok := rc.payload["decision_receipt_hash"].(string); ok {
+			j, found := decisions[ref]
+			switch {
+			case !found:
+				r.fail(Invalid, CauseUnlinkedExec, "execution does not follow an allow decision in this chain (decision_receipt_hash %s)", ref)
+			case parsed[j].payload["decision"] != rc.payload["decision"] || parsed[j].payload["tool_name"] != rc.payload["tool_name"]:
+				r.fail(Invalid, CauseUnlinkedExec, "execution does not match the decision in receipt %d", j+1)
+			}
+		}
+	}
+}
+
+func number(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := n.Int64()
+	return i, err == nil
+}
+
+// SplitLines splits a JSONL chain file into its non-blank lines.
+func SplitLines(data []byte) [][]byte {
+	var out [][]byte
+	for line := range bytes.Lines(data) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			out = append(out, line)
+		}
+	}
+	return out
+}
