@@ -1,0 +1,3 @@
+package main
+
+func runVerify(args []string) int { errorf("%v: docket verify", errNotYet); return 2 }
