@@ -1,0 +1,53 @@
+// Package witness implements a transparency log witness: the server side of
+// the C2SP tlog-witness protocol (https://c2sp.org/tlog-witness), producing
+// C2SP tlog-cosignature cosignature/v1 Ed25519 cosignatures
+// (https://c2sp.org/tlog-cosignature) over C2SP tlog-checkpoint checkpoints
+// (https://c2sp.org/tlog-checkpoint) that are C2SP signed notes
+// (https://c2sp.org/signed-note).
+//
+// A [Witness] is configured with the logs it witnesses, as the "log <vkey> [url]"
+// lines of a C2SP tlog-policy file (https://c2sp.org/tlog-policy, see
+// [ParseLogs]). For each log, identified by its origin line (the name of its
+// key), it keeps in a SQLite database the latest checkpoint it cosigned, and
+// cosigns a new checkpoint only if a Merkle consistency proof (RFC 6962,
+// Section 2.1.2) shows that it extends that one.
+//
+// # HTTP interface
+//
+//	POST /add-checkpoint           tlog-witness add-checkpoint
+//	GET  /<hex sha256(origin)>/checkpoint
+//	                                the latest checkpoint cosigned for that log,
+//	                                with the log's signatures and this witness's
+//	                                cosignature
+//	GET  /evidence[?after=ID]       evidence of log misbehaviour, JSON
+//	GET  /health                    200 when the database answers
+//
+// add-checkpoint answers, in the order the checks run:
+//
+//	413  the body is larger than Config.MaxBodySize
+//	400  malformed request, malformed checkpoint, non-empty proof with old 0,
+//	     more than 63 proof lines, or old size larger than the checkpoint size
+//	404  the checkpoint's origin is not a configured log
+//	403  no signature from a configured key of that log verifies, or one of
+//	     them is invalid
+//	429  the per-log rate limit is exceeded (Retry-After is set)
+//	409  old differs from the size of the latest cosigned checkpoint; the body
+//	     is that size and a newline, with Content-Type text/x.tlog.size
+//	422  the consistency proof does not verify, or the checkpoint has the size
+//	     of the latest cosigned checkpoint but another root hash (a fork);
+//	     the request is stored as evidence and nothing is cosigned
+//	200  the cosignature line(s), after the checkpoint was durably recorded
+//
+// The C2SP text answers a same-size-different-root checkpoint with 409. Docket
+// answers 422 (DESIGN §3.6): a 409 tells the client to retry from the size it
+// already sent, while a second root for the same size is proof of a fork and
+// no retry can fix it.
+//
+// # Persistence and concurrency
+//
+// Checking old against the recorded size and recording the new checkpoint
+// happen in one SQLite transaction (BEGIN IMMEDIATE, serialized in process by
+// a mutex), committed with synchronous=FULL before the answer is written. Of
+// many concurrent requests from the same old size, exactly one advances the
+// log; the others get 409 with the new size.
+package witness
