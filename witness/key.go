@@ -19,7 +19,7 @@ import (
 func NewCosigner(skey string) (note.Signer, string, error) {
 	skey = strings.TrimSpace(skey)
 	errKey := errors.New("malformed Ed25519 signer key")
-	parts := strings.Split(skey, "+")
+	parts := strings.SplitN(skey, "+", 5)
 	if len(parts) != 5 || parts[0] != "PRIVATE" || parts[1] != "KEY" {
 		return nil, "", errKey
 	}

@@ -1,0 +1,56 @@
+package witness
+
+import (
+	"crypto/rand"
+	"strings"
+	"testing"
+
+	fnote "github.com/transparency-dev/formats/note"
+	"golang.org/x/mod/sumdb/note"
+)
+
+func fnoteVKey(vkey string) (string, error) { return fnote.VKeyToCosignatureV1(vkey) }
+
+func TestParseLogs(t *testing.T) {
+	_, logA, _ := note.GenerateKey(rand.Reader, "example.com/a")
+	_, logB, _ := note.GenerateKey(rand.Reader, "example.com/b")
+	_, wkey, _ := note.GenerateKey(rand.Reader, "witness.example/w")
+	wkey, _ = fnote.VKeyToCosignatureV1(wkey)
+	renamed := "example.com/c" + logA[strings.Index(logA, "+"):]
+	tests := []struct {
+		name    string
+		policy  string
+		want    []Log
+		wantErr bool
+	}{
+		{"empty", "", nil, false},
+		{"one log", "log " + logA + "\n", []Log{{VKey: logA}}, false},
+		{"log with url, no final newline", "log " + logA + " https://log.example/", []Log{{VKey: logA, URL: "https://log.example/"}}, false},
+		{"full policy", "# comment\n\tlog " + logA + "\n\nlog\t" + logB + "  \nwitness w1 " + wkey + "\nquorum w1\n",
+			[]Log{{VKey: logA}, {VKey: logB}}, false},
+		{"missing key", "log\n", nil, true},
+		{"too many fields", "log " + logA + " url extra\n", nil, true},
+		{"bad key", "log example.com/a+00000000+AAAA\n", nil, true},
+		{"cosignature key as log key", "log " + wkey + "\n", nil, true},
+		{"duplicate key", "log " + logA + "\nlog " + logA + "\n", nil, true},
+		{"duplicate key under another name", "log " + logA + "\nlog " + renamed + "\n", nil, true},
+		{"unknown keyword", "logs " + logA + "\n", nil, true},
+		{"control character", "log " + logA + "\r\n", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseLogs([]byte(tt.policy))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ParseLogs(%q) error = %v, want error %v", tt.policy, err, tt.wantErr)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("ParseLogs(%q) = %v, want %v", tt.policy, got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("ParseLogs(%q)[%d] = %v, want %v", tt.policy, i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
