@@ -94,6 +94,7 @@ type Options struct {
 // receipt is a parsed receipt of any supported shape.
 type receipt struct {
 	shape        string
+	top          map[string]any // the whole receipt
 	payload      map[string]any // the members that carry chain fields
 	signingInput []byte
 	sig          []byte
@@ -114,7 +115,10 @@ func parseReceipt(data []byte) (rc receipt, cause, detail string) {
 	if err != nil {
 		return rc, CauseMalformed, err.Error()
 	}
-	rc.hash = sha256Ref(whole)
+	rc.hash, rc.top = sha256Ref(whole), obj
+	if err := checkASCIIKeys(obj); err != nil {
+		return rc, CauseMalformed, err.Error()
+	}
 	switch sig := obj["signature"].(type) {
 	case map[string]any:
 		payload, ok := obj["payload"].(map[string]any)
@@ -155,6 +159,9 @@ func parseReceipt(data []byte) (rc receipt, cause, detail string) {
 			return rc, CauseUnsupportedAlg, fmt.Sprintf("algorithm %q, want ed25519", alg)
 		}
 		rc.kid, _ = obj["kid"].(string)
+		if rc.kid == "" {
+			rc.kid, _ = obj["issuer_key_id"].(string) // TRACE action receipts
+		}
 		rc.sig = decodeSig(sig)
 		if rc.signingInput, err = Canonicalize(rest); err != nil {
 			return rc, CauseMalformed, err.Error()
@@ -165,6 +172,31 @@ func parseReceipt(data []byte) (rc receipt, cause, detail string) {
 	}
 	rc.payloadHash = sha256Ref(rc.signingInput)
 	return rc, "", ""
+}
+
+// checkASCIIKeys refuses object keys outside ASCII, which the receipts
+// profile of JCS forbids (AIP-0001) even though RFC 8785 would sort them.
+func checkASCIIKeys(v any) error {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			for i := 0; i < len(k); i++ {
+				if k[i] >= 0x80 {
+					return fmt.Errorf("non-ASCII key %q: receipts allow only ASCII keys", k)
+				}
+			}
+			if err := checkASCIIKeys(e); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if err := checkASCIIKeys(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // decodeSig accepts a 64-byte signature as hex, base64url or base64.
@@ -203,13 +235,17 @@ func verifyOne(data []byte, opts Options) (receipt, Result) {
 		}
 		return rc, r
 	}
-	if strings.HasPrefix(rc.kid, KIDPrefix) && rc.kid != KID(key.Public) {
-		r.fail(Invalid, CauseKIDMismatch, "kid %q is not the trusted key's kid %q", rc.kid, KID(key.Public))
-		return rc, r
-	}
-	if iss, _ := rc.payload["issuer_id"].(string); rc.shape == "envelope" && strings.HasPrefix(iss, KIDPrefix) && iss != rc.kid {
-		r.fail(Invalid, CauseKIDMismatch, "payload issuer_id %q differs from signature kid %q", iss, rc.kid)
-		return rc, r
+	// Draft-04 binds the kid to the key and the issuer_id to the kid; earlier
+	// drafts derived kids differently, so only draft-04 receipts are held to it.
+	if rc.payload["spec"] == Spec {
+		if rc.kid != KID(key.Public) {
+			r.fail(Invalid, CauseKIDMismatch, "kid %q is not the trusted key's kid %q", rc.kid, KID(key.Public))
+			return rc, r
+		}
+		if iss, _ := rc.payload["issuer_id"].(string); rc.shape == "envelope" && iss != rc.kid {
+			r.fail(Invalid, CauseKIDMismatch, "payload issuer_id %q differs from signature kid %q", iss, rc.kid)
+			return rc, r
+		}
 	}
 	if rc.sig == nil || !ed25519.Verify(key.Public, rc.signingInput, rc.sig) {
 		r.fail(Invalid, CauseBadSignature, "Ed25519 signature does not verify with the trusted key")
@@ -234,7 +270,7 @@ func verifyOne(data []byte, opts Options) (receipt, Result) {
 }
 
 func issuedAt(rc receipt) (time.Time, error) {
-	for _, m := range []map[string]any{rc.payload} {
+	for _, m := range []map[string]any{rc.payload, rc.top} {
 		for _, k := range []string{"issued_at", "timestamp"} {
 			if s, ok := m[k].(string); ok {
 				return time.Parse(time.RFC3339, s)

@@ -1,0 +1,53 @@
+package receipts
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// addVectorSeeds seeds a fuzz target with every JSON vector file.
+func addVectorSeeds(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join(vectors, "*", "*.json"))
+	more, _ := filepath.Glob(filepath.Join(vectors, "*", "*", "*.json"))
+	for _, name := range append(files, more...) {
+		if b, err := os.ReadFile(name); err == nil && len(b) < 1<<16 {
+			f.Add(b)
+		}
+	}
+}
+
+// FuzzParse checks that Parse never panics and that JCS is a fixed point:
+// canonical bytes re-parse and re-canonicalize to themselves.
+func FuzzParse(f *testing.F) {
+	addVectorSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := Parse(data)
+		if err != nil {
+			return
+		}
+		c, err := Canonicalize(v)
+		if err != nil {
+			t.Fatalf("Canonicalize(Parse(%q)) = %v", data, err)
+		}
+		c2, err := CanonicalizeJSON(c)
+		if err != nil || !bytes.Equal(c, c2) {
+			t.Fatalf("JCS is not a fixed point: %s -> %s (%v)", c, c2, err)
+		}
+	})
+}
+
+// FuzzVerify checks that verification never panics and never calls a
+// receipt valid without a trusted key.
+func FuzzVerify(f *testing.F) {
+	addVectorSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if r := Verify(data, Options{}); r.Outcome != Undecidable {
+			t.Fatalf("Verify(no keys) = %v, want undecidable", r.Outcome)
+		}
+		Verify(data, Options{Keys: PinnedKey(pub(conformanceKey))})
+		VerifyChain([][]byte{data, data}, Options{Keys: PinnedKey(pub(conformanceKey))})
+		ParseEntry(data)
+	})
+}
