@@ -1,0 +1,375 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	cedar "github.com/cedar-policy/cedar-go"
+	"github.com/cedar-policy/cedar-go/types"
+)
+
+// Call is one agent tool call, normalized by the hook layer: ToolName is a
+// Claude Code tool name (Bash, Read, Write, Edit, MultiEdit, NotebookEdit,
+// Glob, Grep, LS, WebFetch, WebSearch, Task, TodoWrite, mcp__<server>__<tool>)
+// or any other name, which still becomes Action::"<name>".
+type Call struct {
+	Agent      string          // client name: "claude", "gemini", "codex"; "" means "claude"
+	ToolName   string          // Claude Code tool name
+	ToolInput  json.RawMessage // the tool_input object as sent by the agent
+	Cwd        string          // absolute working directory of the agent
+	ProjectDir string          // absolute project root; "" means Cwd
+	Home       string          // absolute home directory, for "~"
+}
+
+// Resource types and well-known tools.
+const (
+	toolType    = types.EntityType("Tool")
+	programType = types.EntityType("Program")
+	agentType   = types.EntityType("Agent")
+)
+
+// reservedActions are schema action names that are not tools.
+var reservedActions = map[string]bool{
+	"FileRead": true, "FileWrite": true, "Exec": true, "Network": true, "Mcp": true, "ExecCommand": true,
+}
+
+// callEnv is the per-call state: paths, and the entities built for the
+// call's requests. It is the EntityGetter for evaluation.
+type callEnv struct {
+	e                     *Engine
+	cwd, home, project    string
+	realHome, realProject string
+	ents                  types.EntityMap
+	dyn                   map[types.EntityUID]types.Entity // undeclared tool actions
+}
+
+func (x *callEnv) Get(uid types.EntityUID) (types.Entity, bool) {
+	if ent, ok := x.ents[uid]; ok {
+		return ent, true
+	}
+	if ent, ok := x.e.actions[uid]; ok {
+		return ent, true
+	}
+	ent, ok := x.dyn[uid]
+	return ent, ok
+}
+
+// built is one request before evaluation.
+type built struct {
+	req      cedar.Request
+	declared bool // the action is in the schema, so the request is validated
+}
+
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string { return e.msg }
+
+func badInput(format string, a ...any) error {
+	return &inputError{fmt.Sprintf(format, a...)}
+}
+
+func newCallEnv(e *Engine, c Call) (*callEnv, error) {
+	x := &callEnv{e: e, ents: make(types.EntityMap)}
+	clean := func(what, p string) (string, error) {
+		if p == "" {
+			return "", nil
+		}
+		if !filepath.IsAbs(p) {
+			return "", badInput("%s %q is not absolute", what, p)
+		}
+		return filepath.Clean(p), nil
+	}
+	var err error
+	if x.cwd, err = clean("cwd", c.Cwd); err != nil {
+		return nil, err
+	}
+	if x.home, err = clean("home", c.Home); err != nil {
+		return nil, err
+	}
+	if x.project, err = clean("project dir", c.ProjectDir); err != nil {
+		return nil, err
+	}
+	if x.project == "" {
+		x.project = x.cwd
+	}
+	if x.project != "" {
+		x.realProject = realPath(x.project)
+	}
+	if x.home != "" {
+		x.realHome = realPath(x.home)
+	}
+	return x, nil
+}
+
+// toolInput holds the tool_input fields the gate looks at.
+type toolInput struct {
+	FilePath     string `json:"file_path"`
+	NotebookPath string `json:"notebook_path"`
+	Path         string `json:"path"`
+	Pattern      string `json:"pattern"`
+	Command      string `json:"command"`
+	Description  string `json:"description"`
+	URL          string `json:"url"`
+	Prompt       string `json:"prompt"`
+}
+
+func str(s string) types.String { return types.String(s) }
+
+// build turns a call into its Cedar requests.
+func (x *callEnv) build(c Call) ([]built, error) {
+	name := c.ToolName
+	if !safeActionName(name) || reservedActions[name] {
+		return nil, badInput("tool name %q is not allowed", name)
+	}
+	agent := c.Agent
+	if agent == "" {
+		agent = "claude"
+	}
+	principal := types.NewEntityUID(agentType, str(agent))
+	var in toolInput
+	raw := bytes.TrimSpace(c.ToolInput)
+	if len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		if raw[0] != '{' {
+			return nil, badInput("tool_input is not a JSON object")
+		}
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, badInput("tool_input: %v", oneLine(err.Error()))
+		}
+	}
+	base := types.RecordMap{
+		"tool":        str(name),
+		"cwd":         str(x.cwd),
+		"project_dir": str(x.project),
+	}
+	with := func(extra types.RecordMap) types.Record {
+		m := make(types.RecordMap, len(base)+len(extra))
+		for k, v := range base {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return types.NewRecord(m)
+	}
+	var out []built
+	add := func(action string, resource types.EntityUID, ctx types.Record) {
+		uid := actionUID(action)
+		_, declared := x.e.actions[uid]
+		out = append(out, built{
+			req:      cedar.Request{Principal: principal, Action: uid, Resource: resource, Context: ctx},
+			declared: declared,
+		})
+	}
+	fileReq := func(action, p string, viaShell bool) error {
+		uid, err := x.fileEntity(p)
+		if err != nil {
+			return badInput("%s: %v", action, err)
+		}
+		add(action, uid, with(types.RecordMap{"via_shell": types.Boolean(viaShell)}))
+		return nil
+	}
+
+	switch name {
+	case "Read", "Write", "Edit", "MultiEdit":
+		if in.FilePath == "" {
+			return nil, badInput("%s: tool_input has no file_path", name)
+		}
+		return out, fileReq(name, in.FilePath, false)
+	case "NotebookEdit":
+		p := in.NotebookPath
+		if p == "" {
+			p = in.FilePath
+		}
+		if p == "" {
+			return nil, badInput("NotebookEdit: tool_input has no notebook_path")
+		}
+		return out, fileReq(name, p, false)
+	case "LS":
+		if in.Path == "" {
+			return nil, badInput("LS: tool_input has no path")
+		}
+		return out, fileReq(name, in.Path, false)
+	case "Grep":
+		p := in.Path
+		if p == "" {
+			p = "."
+		}
+		return out, fileReq(name, p, false)
+	case "Glob":
+		p := in.Path
+		if p == "" {
+			p = "."
+		}
+		// A pattern can leave its base directory ("../../**", "/etc/*"):
+		// the resource is the literal prefix of the joined pattern.
+		if in.Pattern != "" && (filepath.IsAbs(in.Pattern) || strings.HasPrefix(in.Pattern, "~") || strings.Contains(in.Pattern, "..")) {
+			joined := in.Pattern
+			if !filepath.IsAbs(joined) && !strings.HasPrefix(joined, "~") {
+				joined = filepath.Join(p, joined)
+			}
+			p = globPrefix(joined)
+		}
+		return out, fileReq(name, p, false)
+	case "Bash":
+		if strings.TrimSpace(in.Command) == "" {
+			return nil, badInput("Bash: tool_input has no command")
+		}
+		add("Bash", types.NewEntityUID(toolType, "Bash"), with(types.RecordMap{
+			"command":     str(in.Command),
+			"description": str(in.Description),
+		}))
+		sh, err := AnalyzeShell(in.Command, x.home, x.cwd)
+		if err != nil {
+			return nil, err
+		}
+		for _, cmd := range sh.Commands {
+			add("ExecCommand", x.programEntity(cmd), with(execContext(cmd)))
+			for _, p := range cmd.Writes {
+				if err := fileReq("Write", p, true); err != nil {
+					return nil, err
+				}
+			}
+			for _, p := range cmd.Reads {
+				if err := fileReq("Read", p, true); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for _, p := range sh.Writes {
+			if err := fileReq("Write", p, true); err != nil {
+				return nil, err
+			}
+		}
+		for _, p := range sh.Reads {
+			if err := fileReq("Read", p, true); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case "WebFetch":
+		uid, err := x.urlEntity(in.URL)
+		if err != nil {
+			return nil, &urlError{err.Error()}
+		}
+		add(name, uid, with(types.RecordMap{"prompt": str(in.Prompt)}))
+		return out, nil
+	}
+
+	tool := types.NewEntityUID(toolType, str(name))
+	if server, method, ok := splitMCP(name); ok {
+		input := "{}"
+		if len(raw) > 0 {
+			var buf bytes.Buffer
+			if json.Compact(&buf, raw) == nil {
+				input = buf.String()
+			}
+		}
+		uid := actionUID(name)
+		if _, ok := x.e.actions[uid]; !ok {
+			x.dynEntity(uid, actionUID(mcpPrefix+server), actionUID("Mcp"))
+		}
+		add(name, tool, with(types.RecordMap{
+			"server": str(server),
+			"method": str(method),
+			"input":  str(input),
+		}))
+		return out, nil
+	}
+	add(name, tool, with(nil))
+	return out, nil
+}
+
+func (x *callEnv) dynEntity(uid types.EntityUID, parents ...types.EntityUID) {
+	if x.dyn == nil {
+		x.dyn = make(map[types.EntityUID]types.Entity)
+	}
+	x.dyn[uid] = types.Entity{UID: uid, Parents: types.NewEntityUIDSet(parents...)}
+}
+
+type urlError struct{ msg string }
+
+func (e *urlError) Error() string { return e.msg }
+
+// globPrefix returns the directory part of a glob pattern before its first
+// component with a glob character.
+func globPrefix(pattern string) string {
+	i := strings.IndexAny(pattern, "*?[{")
+	if i < 0 {
+		return pattern
+	}
+	j := strings.LastIndexByte(pattern[:i], '/')
+	if j < 0 {
+		return "."
+	}
+	if j == 0 {
+		return "/"
+	}
+	return pattern[:j]
+}
+
+func (x *callEnv) programEntity(cmd Command) types.EntityUID {
+	uid := types.NewEntityUID(programType, str(cmd.Name))
+	x.ents[uid] = types.Entity{
+		UID:        uid,
+		Attributes: types.NewRecord(types.RecordMap{"name": str(cmd.Name)}),
+	}
+	return uid
+}
+
+func strSet(xs []string) types.Set {
+	vs := make([]types.Value, len(xs))
+	for i, s := range xs {
+		vs[i] = str(s)
+	}
+	return types.NewSet(vs...)
+}
+
+// execContext is the ExecCommand context of one simple command.
+func execContext(cmd Command) types.RecordMap {
+	var flags []string
+	sub := ""
+	opts := true
+	skipNext := false
+	for _, a := range cmd.Args {
+		switch {
+		case skipNext:
+			skipNext = false
+		case opts && a == "--":
+			opts = false
+		case opts && strings.HasPrefix(a, "--") && len(a) > 2:
+			f, _, _ := strings.Cut(a, "=")
+			flags = appendUniq(flags, f)
+		case opts && strings.HasPrefix(a, "-") && len(a) > 1:
+			flags = appendUniq(flags, a)
+			for _, r := range a[1:] {
+				flags = appendUniq(flags, "-"+string(r))
+			}
+			// git -C dir / -c k=v take an argument before the subcommand.
+			if cmd.Name == "git" && sub == "" && (a == "-C" || a == "-c") {
+				skipNext = true
+			}
+		case sub == "":
+			sub = a
+		}
+	}
+	line := strings.Join(append([]string{cmd.Path}, cmd.Args...), " ")
+	return types.RecordMap{
+		"command":         str(line),
+		"program_path":    str(cmd.Path),
+		"args":            strSet(cmd.Args),
+		"args_string":     str(strings.Join(cmd.Args, " ")),
+		"argc":            types.Long(len(cmd.Args)),
+		"flags":           strSet(flags),
+		"subcommand":      str(sub),
+		"has_inline_code": types.Boolean(cmd.Inline),
+		"dynamic_args":    types.Boolean(cmd.Dynamic),
+		"pipeline":        strSet(cmd.Pipeline),
+		"wrappers":        strSet(cmd.Wrappers),
+	}
+}
+
+var errNilEngine = errors.New("no policy loaded")

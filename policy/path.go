@@ -1,0 +1,153 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cedar-policy/cedar-go/types"
+)
+
+const (
+	fileType      = types.EntityType("File")
+	directoryType = types.EntityType("Directory")
+)
+
+// absPath resolves p the way a tool would: "~" and "~/…" against home,
+// relative paths against cwd; the result is cleaned.
+func (x *callEnv) absPath(p string) (string, error) {
+	if p == "" {
+		return "", errors.New("empty path")
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", errors.New("path contains a NUL byte")
+	}
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if x.home == "" {
+			return "", fmt.Errorf("path %q needs a home directory", p)
+		}
+		return filepath.Clean(x.home + p[1:]), nil
+	}
+	if strings.HasPrefix(p, "~") {
+		return "", fmt.Errorf("path %q: ~user is not supported", p)
+	}
+	if !filepath.IsAbs(p) {
+		if x.cwd == "" {
+			return "", fmt.Errorf("relative path %q without a working directory", p)
+		}
+		p = filepath.Join(x.cwd, p)
+	}
+	return filepath.Clean(p), nil
+}
+
+// realPath resolves every existing symlink in the clean absolute path p,
+// including a dangling final link, and keeps the non-existent rest as is.
+func realPath(p string) string {
+	return realPathDepth(p, 0)
+}
+
+func realPathDepth(p string, depth int) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	dir, base := filepath.Split(p)
+	dir = filepath.Clean(dir)
+	if depth > 40 || dir == p || base == "" {
+		return p
+	}
+	rd := realPathDepth(dir, depth+1)
+	q := filepath.Join(rd, base)
+	if fi, err := os.Lstat(q); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if t, err := os.Readlink(q); err == nil {
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(rd, t)
+			}
+			return realPathDepth(filepath.Clean(t), depth+1)
+		}
+	}
+	return q
+}
+
+// within reports whether the clean absolute path p is root or below it.
+func within(p, root string) bool {
+	if root == "" {
+		return false
+	}
+	if root == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == root || strings.HasPrefix(p, root+"/")
+}
+
+// dirParents adds Directory::"<d>" for p itself and each of its ancestors,
+// plus the "~"-rooted aliases when p is under home.
+func dirParents(add func(types.EntityUID), p, home string) {
+	for d := p; ; {
+		add(types.NewEntityUID(directoryType, types.String(d)))
+		next := filepath.Dir(d)
+		if next == d {
+			break
+		}
+		d = next
+	}
+	if home != "" && home != "/" && within(p, home) {
+		rel := "~" + p[len(home):]
+		for d := rel; ; {
+			add(types.NewEntityUID(directoryType, types.String(d)))
+			i := strings.LastIndexByte(d, '/')
+			if i < 0 {
+				break
+			}
+			d = d[:i]
+		}
+	}
+}
+
+// fileEntity builds (and records) the File entity for a path argument.
+func (x *callEnv) fileEntity(p string) (types.EntityUID, error) {
+	abs, err := x.absPath(p)
+	if err != nil {
+		return types.EntityUID{}, err
+	}
+	uid := types.NewEntityUID(fileType, types.String(abs))
+	if _, ok := x.ents[uid]; ok {
+		return uid, nil
+	}
+	real := realPath(abs)
+	var parents []types.EntityUID
+	seen := make(map[types.EntityUID]bool)
+	add := func(u types.EntityUID) {
+		if !seen[u] {
+			seen[u] = true
+			parents = append(parents, u)
+		}
+	}
+	dirParents(add, abs, x.home)
+	if real != abs {
+		dirParents(add, real, x.realHome)
+	}
+	inProject := within(abs, x.project) && within(real, x.realProject)
+	rel := ""
+	if inProject {
+		if r, err := filepath.Rel(x.project, abs); err == nil {
+			rel = r
+		}
+	}
+	name := filepath.Base(abs)
+	x.ents[uid] = types.Entity{
+		UID:     uid,
+		Parents: types.NewEntityUIDSet(parents...),
+		Attributes: types.NewRecord(types.RecordMap{
+			"path":       types.String(abs),
+			"name":       types.String(name),
+			"ext":        types.String(filepath.Ext(name)),
+			"real_path":  types.String(real),
+			"real_name":  types.String(filepath.Base(real)),
+			"in_project": types.Boolean(inProject),
+			"rel_path":   types.String(rel),
+		}),
+	}
+	return uid, nil
+}

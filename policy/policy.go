@@ -1,0 +1,232 @@
+// Package policy implements Docket's gate: it turns one agent tool call into
+// Cedar requests and decides whether the call may run, as specified in
+// DESIGN §4.
+//
+// A call is normalized by the hook layer into a [Call] carrying a Claude Code
+// tool name. [Engine.Decide] maps it to one or more Cedar requests against
+// the agent schema shipped with this package (schema.cedarschema): one
+// request for the tool itself, one ExecCommand request for every simple
+// command anywhere in a Bash command line, one Write request per write
+// redirection or written path, and so on. Every request must be allowed by
+// the policies; any evaluation error, shell parse error, dynamic program
+// name or malformed input denies. A forbid policy annotated
+// @on_deny("ask") turns its denial into "require_approval".
+//
+// Paths are cleaned and symlinks resolved in Go before Cedar sees them,
+// because Cedar's like operator lets * match "/" and "..". A policy is a
+// guard rail, not a sandbox: aliases, PATH lookups, scripts run by allowed
+// programs and symlink races all escape it.
+package policy
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	cedar "github.com/cedar-policy/cedar-go"
+	"github.com/cedar-policy/cedar-go/x/exp/schema/validate"
+)
+
+// Default is the default policy that `docket init` installs as
+// [DefaultName]. It is meant to be kept and edited.
+//
+//go:embed docket.cedar
+var Default []byte
+
+// DefaultName is the file name of [Default].
+const DefaultName = "docket.cedar"
+
+// LoadDefault loads [Default].
+func LoadDefault() (*Engine, error) {
+	return Load(File{Name: DefaultName, Data: Default})
+}
+
+// File is one Cedar policy file: its name (used in error positions and in
+// the policy digest) and its exact bytes.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Engine is a loaded, validated policy set. It is safe for concurrent use
+// by multiple goroutines; it is never modified after Load returns.
+type Engine struct {
+	files     []File
+	set       *cedar.PolicySet
+	ids       []string                // policy ids in file order
+	ask       map[cedar.PolicyID]bool // forbids annotated @on_deny("ask")
+	validator *validate.Validator
+	actions   actionTable
+	extra     []string // actions referenced by policies but not in the base schema
+}
+
+var parseErrRE = regexp.MustCompile(`parse error at <input>:(\d+):(\d+)\s*(.*)`)
+
+// Load parses and validates the given policy files. Every policy must carry
+// a unique @id annotation; files must contain at least one policy in total.
+// Policies are validated against the agent schema; actions they name that
+// the schema does not declare are treated as tools (verbatim MCP names are
+// placed under Mcp and their server group).
+func Load(files ...File) (*Engine, error) {
+	if len(files) == 0 {
+		return nil, errors.New("no policy files")
+	}
+	e := &Engine{
+		set: cedar.NewPolicySet(),
+		ask: make(map[cedar.PolicyID]bool),
+	}
+	type entry struct {
+		id  cedar.PolicyID
+		pol *cedar.Policy
+	}
+	var all []entry
+	seen := make(map[cedar.PolicyID]string)
+	for _, f := range files {
+		e.files = append(e.files, File{Name: f.Name, Data: slices.Clone(f.Data)})
+		list, err := cedar.NewPolicyListFromBytes(f.Name, f.Data)
+		if err != nil {
+			if m := parseErrRE.FindStringSubmatch(err.Error()); m != nil {
+				return nil, fmt.Errorf("%s:%s:%s: parse error: %s", f.Name, m[1], m[2], m[3])
+			}
+			return nil, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		for _, p := range list {
+			pos := p.Position()
+			where := fmt.Sprintf("%s:%d:%d", f.Name, pos.Line, pos.Column)
+			ann := p.Annotations()
+			id, ok := ann["id"]
+			if !ok || strings.TrimSpace(string(id)) == "" {
+				return nil, fmt.Errorf("%s: policy has no @id annotation", where)
+			}
+			pid := cedar.PolicyID(id)
+			if prev, dup := seen[pid]; dup {
+				return nil, fmt.Errorf("%s: duplicate policy id %q (first at %s)", where, id, prev)
+			}
+			seen[pid] = where
+			if v, ok := ann["on_deny"]; ok {
+				switch {
+				case v != "ask" && v != "deny":
+					return nil, fmt.Errorf("%s: policy %q: @on_deny must be \"ask\" or \"deny\", not %q", where, id, v)
+				case v == "ask" && p.Effect() != cedar.Forbid:
+					return nil, fmt.Errorf("%s: policy %q: @on_deny(\"ask\") only applies to forbid policies", where, id)
+				case v == "ask":
+					e.ask[pid] = true
+				}
+			}
+			all = append(all, entry{pid, p})
+		}
+	}
+	if len(all) == 0 {
+		return nil, errors.New("policy files contain no policies")
+	}
+	var refs []string
+	for _, en := range all {
+		refs = append(refs, referencedActions(en.pol)...)
+	}
+	sch, err := buildSchema(refs)
+	if err != nil {
+		return nil, err
+	}
+	e.validator = sch.validator
+	e.actions = sch.actions
+	e.extra = sch.extra
+	var verrs []error
+	for _, en := range all {
+		if err := e.validator.Policy(string(en.id), policyAST(en.pol)); err != nil {
+			pos := en.pol.Position()
+			verrs = append(verrs, fmt.Errorf("%s:%d:%d: policy %q does not match the agent schema: %v",
+				pos.Filename, pos.Line, pos.Column, en.id, oneLine(err.Error())))
+		}
+		e.set.Add(en.id, en.pol)
+		e.ids = append(e.ids, string(en.id))
+	}
+	if len(verrs) > 0 {
+		return nil, errors.Join(verrs...)
+	}
+	return e, nil
+}
+
+// LoadFiles reads and loads the named policy files. The file name recorded
+// for each (in errors and in [Engine.Files]) is its base name.
+func LoadFiles(paths ...string) (*Engine, error) {
+	var files []File
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading policy: %w", err)
+		}
+		files = append(files, File{Name: filepath.Base(p), Data: b})
+	}
+	return Load(files...)
+}
+
+// LoadDir loads every *.cedar file directly inside dir, in name order.
+func LoadDir(dir string) (*Engine, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading policy directory: %w", err)
+	}
+	var paths []string
+	for _, de := range ents {
+		if de.Type()&fs.ModeType == fs.ModeDir || !strings.HasSuffix(de.Name(), ".cedar") {
+			continue
+		}
+		paths = append(paths, filepath.Join(dir, de.Name()))
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no .cedar files in %s", dir)
+	}
+	return LoadFiles(paths...)
+}
+
+// Files returns the loaded policy files (name and exact bytes), the input of
+// the acta-policy-digest-v1 computation (DESIGN §3.2).
+func (e *Engine) Files() []File {
+	out := make([]File, len(e.files))
+	for i, f := range e.files {
+		out[i] = File{Name: f.Name, Data: slices.Clone(f.Data)}
+	}
+	return out
+}
+
+// Summary describes a loaded policy set, for `docket policy check`.
+type Summary struct {
+	Files    []string `json:"files"`
+	Policies []string `json:"policies"` // policy ids in file order
+	Permits  int      `json:"permits"`
+	Forbids  int      `json:"forbids"`
+	Ask      []string `json:"ask,omitempty"` // forbids annotated @on_deny("ask")
+	// UndeclaredActions lists actions the policies name that the schema does
+	// not declare; they are treated as tools. A typo in a tool name shows up here.
+	UndeclaredActions []string `json:"undeclared_actions,omitempty"`
+}
+
+// Check summarizes the loaded policy set. Loading already validated it.
+func (e *Engine) Check() Summary {
+	s := Summary{Policies: slices.Clone(e.ids), UndeclaredActions: slices.Clone(e.extra)}
+	for _, f := range e.files {
+		s.Files = append(s.Files, f.Name)
+	}
+	for _, id := range e.ids {
+		p := e.set.Get(cedar.PolicyID(id))
+		if p.Effect() == cedar.Forbid {
+			s.Forbids++
+		} else {
+			s.Permits++
+		}
+		if e.ask[cedar.PolicyID(id)] {
+			s.Ask = append(s.Ask, id)
+		}
+	}
+	return s
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

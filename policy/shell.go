@@ -1,0 +1,675 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// maxShellDepth bounds nested `bash -c`, `eval`, `env -S` and `watch` strings.
+const maxShellDepth = 8
+
+// maxShellCommands bounds the simple commands taken from one command line.
+const maxShellCommands = 512
+
+// ShellError is why a command line could not be turned into requests; it
+// always denies.
+type ShellError struct {
+	Reason string // "parse_error" or "dynamic_command"
+	Msg    string
+}
+
+func (e *ShellError) Error() string { return e.Msg }
+
+// arg is one shell word after literal unquoting.
+type arg struct {
+	text string // unquoted text; for dynamic words, a printable approximation
+	lit  bool   // fully known: no expansions or brace expansion
+	glob bool   // has unquoted glob characters (still a usable path prefix)
+}
+
+// Command is one simple command found in a command line, after unwrapping.
+type Command struct {
+	Name     string   // base name of the program ("rm")
+	Path     string   // program as written after unquoting ("/bin/rm")
+	Args     []string // arguments after the program
+	Dynamic  bool     // some argument is not a literal
+	Inline   bool     // interpreter given inline code (python -c, node -e, ...)
+	Pipeline []string // programs in the same pipeline or substitutions feeding it
+	Wrappers []string // wrappers unwrapped to reach it
+	Reads    []string // path arguments it reads
+	Writes   []string // path arguments it writes, deletes or changes
+}
+
+// ShellAnalysis is everything a command line will run and touch.
+type ShellAnalysis struct {
+	Commands []Command
+	Writes   []string // write redirection targets
+	Reads    []string // input redirection sources
+}
+
+type shellWalker struct {
+	res   ShellAnalysis
+	home  string
+	cwd   string
+	depth int
+}
+
+// AnalyzeShell parses a bash command line and returns every simple command
+// anywhere in it (pipelines, lists, substitutions, subshells, functions,
+// `bash -c` strings, wrapper arguments), and every redirection target.
+// home and cwd substitute $HOME and $PWD. Parse errors and program names
+// that are not literals are errors.
+func AnalyzeShell(src, home, cwd string) (*ShellAnalysis, error) {
+	w := &shellWalker{home: home, cwd: cwd}
+	if err := w.parse(src, nil, nil); err != nil {
+		return nil, err
+	}
+	return &w.res, nil
+}
+
+func (w *shellWalker) parse(src string, wrappers, pipeline []string) (err error) {
+	if w.depth >= maxShellDepth {
+		return &ShellError{"dynamic_command", "shell commands nested too deeply"}
+	}
+	w.depth++
+	defer func() { w.depth-- }()
+	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
+	f, perr := p.Parse(strings.NewReader(src), "")
+	if perr != nil {
+		return &ShellError{"parse_error", "cannot parse shell command: " + oneLine(perr.Error())}
+	}
+	pipes := make(map[*syntax.CallExpr][]string)
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if err != nil {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.BinaryCmd:
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				names := w.namesIn(n)
+				syntax.Walk(n, func(m syntax.Node) bool {
+					if c, ok := m.(*syntax.CallExpr); ok {
+						pipes[c] = appendUniq(pipes[c], names...)
+					}
+					return true
+				})
+			}
+		case *syntax.Stmt:
+			err = w.redirects(n)
+		case *syntax.CallExpr:
+			err = w.call(n, wrappers, appendUniq(append([]string(nil), pipeline...), pipes[n]...))
+		}
+		return err == nil
+	})
+	return err
+}
+
+// namesIn returns the program names of the simple commands under n, for
+// pipeline context. Errors are ignored here; call reports them.
+func (w *shellWalker) namesIn(n syntax.Node) []string {
+	var names []string
+	syntax.Walk(n, func(m syntax.Node) bool {
+		c, ok := m.(*syntax.CallExpr)
+		if !ok || len(c.Args) == 0 {
+			return true
+		}
+		sub := &shellWalker{home: w.home, cwd: w.cwd, depth: w.depth}
+		argv := w.words(c.Args)
+		_ = sub.invoke(argv, nil, nil)
+		for _, cmd := range sub.res.Commands {
+			names = appendUniq(names, cmd.Name)
+		}
+		return true
+	})
+	return names
+}
+
+func (w *shellWalker) redirects(s *syntax.Stmt) error {
+	for _, r := range s.Redirs {
+		if r.Word == nil {
+			continue
+		}
+		var write bool
+		switch r.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob,
+			syntax.AppClob, syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:
+			write = true
+		case syntax.DplOut:
+			a := w.word(r.Word)
+			if a.lit && (a.text == "-" || isDigits(a.text)) {
+				continue
+			}
+			write = true
+		case syntax.RdrIn:
+		default: // <&, here-documents, here-strings
+			continue
+		}
+		a := w.word(r.Word)
+		if !a.lit {
+			return &ShellError{"dynamic_command", fmt.Sprintf("redirection target %q is not a literal path", a.text)}
+		}
+		if write {
+			w.res.Writes = append(w.res.Writes, a.text)
+		} else {
+			w.res.Reads = append(w.res.Reads, a.text)
+		}
+	}
+	return nil
+}
+
+func (w *shellWalker) call(c *syntax.CallExpr, wrappers, pipeline []string) error {
+	if len(c.Args) == 0 {
+		return nil // assignments only; their substitutions are walked
+	}
+	// Programs in substitutions inside the arguments feed this command.
+	for _, a := range c.Args {
+		for _, part := range a.Parts {
+			switch part.(type) {
+			case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.DblQuoted:
+				pipeline = appendUniq(pipeline, w.namesIn(part)...)
+			}
+		}
+	}
+	return w.invoke(w.words(c.Args), wrappers, pipeline)
+}
+
+func (w *shellWalker) words(ws []*syntax.Word) []arg {
+	out := make([]arg, len(ws))
+	for i, x := range ws {
+		out[i] = w.word(x)
+	}
+	return out
+}
+
+// word unquotes a word literally: `r”m` is rm, `\rm` is rm, "$HOME" is the
+// home directory. Anything else that expands makes the word dynamic.
+func (w *shellWalker) word(x *syntax.Word) arg {
+	var b, unquoted strings.Builder
+	lit, glob := true, false
+	for _, part := range x.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			v := p.Value
+			if strings.ContainsAny(v, "*?[") {
+				glob = true
+			}
+			unquoted.WriteString(v)
+			b.WriteString(unescapeLit(v, false))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				lit = false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				lit = false
+			}
+			for _, q := range p.Parts {
+				switch q := q.(type) {
+				case *syntax.Lit:
+					b.WriteString(unescapeLit(q.Value, true))
+				case *syntax.ParamExp:
+					v, ok := w.param(q)
+					lit = lit && ok
+					b.WriteString(v)
+				default:
+					lit = false
+					b.WriteString("$(…)")
+				}
+			}
+		case *syntax.ParamExp:
+			v, ok := w.param(p)
+			lit = lit && ok
+			b.WriteString(v)
+		default:
+			lit = false
+			b.WriteString("$(…)")
+		}
+	}
+	if u := unquoted.String(); strings.Contains(u, "{") && strings.Contains(u, "}") && (strings.Contains(u, ",") || strings.Contains(u, "..")) {
+		lit = false // brace expansion can produce any word
+	}
+	return arg{text: b.String(), lit: lit, glob: glob}
+}
+
+// param resolves $HOME and $PWD; any other parameter is dynamic.
+func (w *shellWalker) param(p *syntax.ParamExp) (string, bool) {
+	if p.Param == nil {
+		return "${…}", false
+	}
+	name := p.Param.Value
+	simple := p.Index == nil && p.Exp == nil && p.Repl == nil && p.Slice == nil &&
+		!p.Excl && !p.Length && !p.Width && p.Names == 0 && len(p.Modifiers) == 0 && p.Flags == nil && p.NestedParam == nil
+	if simple {
+		switch {
+		case name == "HOME" && w.home != "":
+			return w.home, true
+		case name == "PWD" && w.cwd != "":
+			return w.cwd, true
+		}
+	}
+	return "$" + name, false
+}
+
+func unescapeLit(s string, dquoted bool) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			n := s[i+1]
+			if !dquoted || strings.IndexByte("$`\"\\\n", n) >= 0 {
+				i++
+				if n != '\n' {
+					b.WriteByte(n)
+				}
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func appendUniq(dst []string, xs ...string) []string {
+	for _, x := range xs {
+		found := false
+		for _, d := range dst {
+			if d == x {
+				found = true
+				break
+			}
+		}
+		if !found {
+			dst = append(dst, x)
+		}
+	}
+	return dst
+}
+
+func texts(as []arg) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.text
+	}
+	return out
+}
+
+// invoke records one simple command and recurses into what it runs.
+func (w *shellWalker) invoke(argv []arg, wrappers, pipeline []string) error {
+	if len(argv) == 0 {
+		return nil
+	}
+	if len(w.res.Commands) >= maxShellCommands {
+		return &ShellError{"dynamic_command", "too many commands in one command line"}
+	}
+	prog := argv[0]
+	if !prog.lit || prog.glob {
+		return &ShellError{"dynamic_command", fmt.Sprintf("program name %q is not a literal", prog.text)}
+	}
+	name := path.Base(prog.text)
+	if prog.text == "" || strings.HasSuffix(prog.text, "/") || name == "." && prog.text != "." || name == ".." {
+		return &ShellError{"dynamic_command", fmt.Sprintf("program name %q is not a command", prog.text)}
+	}
+	args := argv[1:]
+	cmd := Command{
+		Name:     name,
+		Path:     prog.text,
+		Args:     texts(args),
+		Pipeline: append([]string(nil), pipeline...),
+		Wrappers: append([]string(nil), wrappers...),
+	}
+	for _, a := range args {
+		if !a.lit {
+			cmd.Dynamic = true
+		}
+	}
+	cmd.Inline = inlineCode(name, args)
+	cmd.Reads, cmd.Writes = pathArgs(name, args)
+	w.res.Commands = append(w.res.Commands, cmd)
+
+	inner := append(append([]string(nil), wrappers...), name)
+	switch name {
+	case "sudo", "doas":
+		return w.invoke(skipOpts(args, "ugCDhpRrTUt", nil), inner, pipeline)
+	case "env":
+		return w.env(args, inner, pipeline)
+	case "xargs":
+		rest := skipOpts(args, "nLIdPsEae", []string{"--max-args", "--max-lines", "--replace", "--delimiter", "--max-procs", "--max-chars", "--eof", "--arg-file"})
+		return w.invoke(rest, inner, pipeline)
+	case "timeout":
+		rest := skipOpts(args, "sk", []string{"--signal", "--kill-after"})
+		if len(rest) > 0 {
+			rest = rest[1:] // duration
+		}
+		return w.invoke(rest, inner, pipeline)
+	case "nohup", "setsid", "builtin", "unbuffer", "caffeinate", "busybox", "chronic":
+		return w.invoke(skipOpts(args, "", nil), inner, pipeline)
+	case "exec":
+		return w.invoke(skipOpts(args, "a", nil), inner, pipeline)
+	case "command":
+		return w.invoke(skipOpts(args, "", nil), inner, pipeline)
+	case "time":
+		return w.invoke(skipOpts(args, "fo", []string{"--format", "--output"}), inner, pipeline)
+	case "nice":
+		return w.invoke(skipOpts(args, "n", []string{"--adjustment"}), inner, pipeline)
+	case "ionice":
+		return w.invoke(skipOpts(args, "cnp", []string{"--class", "--classdata", "--pid"}), inner, pipeline)
+	case "stdbuf":
+		return w.invoke(skipOpts(args, "ioe", []string{"--input", "--output", "--error"}), inner, pipeline)
+	case "chrt", "taskset":
+		rest := skipOpts(args, "", nil)
+		if len(rest) > 0 {
+			rest = rest[1:] // priority or mask
+		}
+		return w.invoke(rest, inner, pipeline)
+	case "flock":
+		rest := skipOpts(args, "wEc", []string{"--timeout", "--conflict-exit-code", "--command"})
+		for i, a := range args {
+			if (a.text == "-c" || a.text == "--command") && i+1 < len(args) {
+				return w.script(args[i+1], inner, pipeline)
+			}
+		}
+		if len(rest) > 0 {
+			rest = rest[1:] // lock file
+		}
+		return w.invoke(rest, inner, pipeline)
+	case "watch":
+		rest := skipOpts(args, "nd", []string{"--interval", "--differences"})
+		return w.joined(rest, inner, pipeline)
+	case "eval":
+		return w.joined(args, inner, pipeline)
+	case "find":
+		return w.find(args, inner, pipeline)
+	case "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "rbash":
+		return w.shell(args, inner, pipeline)
+	}
+	return nil
+}
+
+// skipOpts drops leading options. Short options in withArg and long options
+// in longWithArg (without "=value") consume the next argument. It stops at
+// "--" (dropped), at the first non-option, and at a leading NAME=value
+// assignment only for env (handled there).
+func skipOpts(args []arg, withArg string, longWithArg []string) []arg {
+	for i := 0; i < len(args); i++ {
+		t := args[i].text
+		if t == "--" {
+			return args[i+1:]
+		}
+		if len(t) < 2 || t[0] != '-' {
+			return args[i:]
+		}
+		if strings.HasPrefix(t, "--") {
+			if !strings.Contains(t, "=") {
+				for _, l := range longWithArg {
+					if t == l {
+						i++
+						break
+					}
+				}
+			}
+			continue
+		}
+		// A short option cluster: the first option taking an argument
+		// consumes the rest of the cluster or the next word.
+		for j := 1; j < len(t); j++ {
+			if strings.IndexByte(withArg, t[j]) >= 0 {
+				if j == len(t)-1 {
+					i++
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func (w *shellWalker) env(args []arg, inner, pipeline []string) error {
+	for i := 0; i < len(args); i++ {
+		t := args[i].text
+		switch {
+		case t == "--":
+			return w.invoke(skipAssigns(args[i+1:]), inner, pipeline)
+		case t == "-S" || t == "--split-string":
+			if i+1 < len(args) {
+				return w.script(args[i+1], inner, pipeline)
+			}
+			return nil
+		case strings.HasPrefix(t, "-S"):
+			return w.script(arg{text: t[2:], lit: args[i].lit}, inner, pipeline)
+		case strings.HasPrefix(t, "--split-string="):
+			return w.script(arg{text: strings.TrimPrefix(t, "--split-string="), lit: args[i].lit}, inner, pipeline)
+		case t == "-u" || t == "-C" || t == "--unset" || t == "--chdir":
+			i++
+		case len(t) > 1 && t[0] == '-':
+		default:
+			return w.invoke(skipAssigns(args[i:]), inner, pipeline)
+		}
+	}
+	return nil
+}
+
+func skipAssigns(args []arg) []arg {
+	for len(args) > 0 {
+		name, _, ok := strings.Cut(args[0].text, "=")
+		if !ok || name == "" || strings.ContainsAny(name, "/ ") {
+			break
+		}
+		args = args[1:]
+	}
+	return args
+}
+
+// script parses a literal shell string run by a wrapper.
+func (w *shellWalker) script(a arg, inner, pipeline []string) error {
+	if !a.lit {
+		return &ShellError{"dynamic_command", fmt.Sprintf("shell code %q is not a literal", a.text)}
+	}
+	return w.parse(a.text, inner, pipeline)
+}
+
+// joined parses the words of eval or watch joined by spaces.
+func (w *shellWalker) joined(args []arg, inner, pipeline []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, a := range args {
+		if !a.lit {
+			return &ShellError{"dynamic_command", fmt.Sprintf("shell code %q is not a literal", a.text)}
+		}
+		parts = append(parts, a.text)
+	}
+	return w.parse(strings.Join(parts, " "), inner, pipeline)
+}
+
+// shell handles bash/sh/zsh: `-c STRING` is parsed recursively.
+func (w *shellWalker) shell(args []arg, inner, pipeline []string) error {
+	hasC := false
+	for i := 0; i < len(args); i++ {
+		t := args[i].text
+		switch {
+		case t == "--":
+			i = len(args)
+		case t == "-o" || t == "+o" || t == "-O" || t == "+O" || t == "--rcfile" || t == "--init-file":
+			i++
+		case strings.HasPrefix(t, "--"):
+		case len(t) > 1 && (t[0] == '-' || t[0] == '+'):
+			if strings.ContainsRune(t[1:], 'c') {
+				hasC = true
+			}
+		default:
+			if hasC {
+				return w.script(args[i], inner, pipeline)
+			}
+			return nil // a script file, read as a path argument
+		}
+	}
+	return nil
+}
+
+// find handles -exec/-execdir/-ok/-okdir COMMAND ... ; or +.
+func (w *shellWalker) find(args []arg, inner, pipeline []string) error {
+	for i := 0; i < len(args); i++ {
+		switch args[i].text {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(args) && args[j].text != ";" && args[j].text != "+" {
+				j++
+			}
+			if err := w.invoke(args[i+1:j], inner, pipeline); err != nil {
+				return err
+			}
+			i = j
+		}
+	}
+	return nil
+}
+
+// inlineCode reports interpreters given code on the command line.
+func inlineCode(name string, args []arg) bool {
+	var flags []string
+	switch strings.TrimRight(name, "0123456789.") {
+	case "python", "pypy", "python-m":
+		flags = []string{"-c"}
+	case "node", "nodejs", "bun":
+		flags = []string{"-e", "--eval", "-p", "--print"}
+	case "perl", "ruby", "lua", "osascript":
+		flags = []string{"-e", "-E"}
+	case "php":
+		flags = []string{"-r"}
+	case "deno":
+		return len(args) > 0 && args[0].text == "eval"
+	default:
+		return false
+	}
+	for _, a := range args {
+		for _, f := range flags {
+			if a.text == f || (len(f) == 2 && strings.HasPrefix(a.text, "-") && !strings.HasPrefix(a.text, "--") && strings.ContainsRune(a.text[1:], rune(f[1]))) || strings.HasPrefix(a.text, f+"=") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// operands returns the literal non-option arguments, stopping option
+// parsing at "--". Dynamic arguments and "-" are left out.
+func operands(args []arg) []string {
+	var out []string
+	opts := true
+	for _, a := range args {
+		t := a.text
+		if opts && t == "--" {
+			opts = false
+			continue
+		}
+		if opts && len(t) > 1 && t[0] == '-' {
+			continue
+		}
+		if !a.lit || t == "-" || t == "" || strings.Contains(t, "://") {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// pathArgs returns the paths a well-known program reads and writes.
+func pathArgs(name string, args []arg) (reads, writes []string) {
+	ops := operands(args)
+	switch name {
+	case "rm", "rmdir", "unlink", "shred", "truncate", "touch", "mkdir", "mv", "tee", "mkfifo", "wipe", "srm":
+		return nil, ops
+	case "chmod", "chown", "chgrp":
+		if len(ops) > 0 {
+			return nil, ops[1:]
+		}
+	case "cp", "ln", "install", "rsync", "scp":
+		if len(ops) > 0 {
+			return ops[:len(ops)-1], ops[len(ops)-1:]
+		}
+	case "dd":
+		for _, o := range ops {
+			if v, ok := strings.CutPrefix(o, "of="); ok {
+				writes = append(writes, v)
+			} else if v, ok := strings.CutPrefix(o, "if="); ok {
+				reads = append(reads, v)
+			}
+		}
+		return reads, writes
+	case "sed", "perl":
+		inPlace := false
+		for _, a := range args {
+			if a.text == "-i" || strings.HasPrefix(a.text, "-i") || a.text == "--in-place" || strings.HasPrefix(a.text, "--in-place=") ||
+				(strings.HasPrefix(a.text, "-") && !strings.HasPrefix(a.text, "--") && strings.ContainsRune(a.text, 'i')) {
+				inPlace = true
+			}
+		}
+		if len(ops) > 1 {
+			if inPlace {
+				return nil, ops[1:]
+			}
+			return ops[1:], nil
+		}
+	case "cat", "head", "tail", "less", "more", "bat", "tac", "nl", "od", "xxd", "hexdump", "strings",
+		"base64", "source", ".", "diff", "cmp", "wc", "sort", "uniq", "md5sum", "sha256sum", "sha1sum", "file", "stat":
+		return ops, nil
+	case "grep", "egrep", "fgrep", "rg", "ag", "jq", "awk":
+		if len(ops) > 1 {
+			return ops[1:], nil
+		}
+	case "find":
+		var starts []string
+		del := false
+		for _, a := range args {
+			if a.text == "-delete" {
+				del = true
+			}
+		}
+		for _, a := range args {
+			if strings.HasPrefix(a.text, "-") || a.text == "(" || a.text == "!" {
+				break
+			}
+			if a.lit {
+				starts = append(starts, a.text)
+			}
+		}
+		if len(starts) == 0 {
+			starts = []string{"."}
+		}
+		if del {
+			return nil, starts
+		}
+		return starts, nil
+	case "bash", "sh", "zsh", "dash", "ksh", "python", "python3", "node", "ruby":
+		// A script file argument is read.
+		for _, a := range args {
+			if strings.HasPrefix(a.text, "-") {
+				return nil, nil
+			}
+			if a.lit {
+				return []string{a.text}, nil
+			}
+			break
+		}
+	}
+	return nil, nil
+}
