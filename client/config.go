@@ -1,0 +1,113 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Config is the client configuration kept in .docket/config.json, written
+// by `docket init -log URL -log-key VKEY [-witness-policy FILE]`. The zero
+// Config (no file) is valid: receipts are kept locally and nothing is
+// submitted.
+type Config struct {
+	// LogURL is the docket-log base URL (http or https); receipts are
+	// submitted to LogURL + "/add" and tiles read below it. Empty: no log.
+	LogURL string `json:"log_url,omitempty"`
+	// LogKey is the log's checkpoint verifier key, a
+	// golang.org/x/mod/sumdb/note vkey (name+hex8+base64). Required with LogURL.
+	LogKey string `json:"log_key,omitempty"`
+	// WitnessPolicy is the path of a C2SP tlog-policy file naming the
+	// witnesses and quorum proofs must satisfy. A relative path is relative
+	// to the project root. Optional.
+	WitnessPolicy string `json:"witness_policy,omitempty"`
+}
+
+// Validate checks that the configuration is usable: a well-formed log URL
+// with a parseable log vkey whenever either is set.
+func (c Config) Validate() error {
+	if c.LogURL == "" && c.LogKey == "" {
+		if c.WitnessPolicy != "" {
+			return errors.New("config: witness_policy is set but log_url is not")
+		}
+		return nil
+	}
+	if c.LogURL == "" {
+		return errors.New("config: log_key is set but log_url is not")
+	}
+	u, err := url.Parse(c.LogURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("config: log_url %q is not an http or https URL", c.LogURL)
+	}
+	if c.LogKey == "" {
+		return errors.New("config: log_url is set but log_key is not")
+	}
+	if _, err := note.NewVerifier(c.LogKey); err != nil {
+		return fmt.Errorf("config: log_key: %w", err)
+	}
+	return nil
+}
+
+// HasLog reports whether a log is configured.
+func (c Config) HasLog() bool { return c.LogURL != "" }
+
+// WitnessPolicyPath returns the witness policy path resolved against the
+// project root, or "" when none is configured.
+func (c Config) WitnessPolicyPath(project string) string {
+	if c.WitnessPolicy == "" || filepath.IsAbs(c.WitnessPolicy) {
+		return c.WitnessPolicy
+	}
+	return filepath.Join(project, c.WitnessPolicy)
+}
+
+// LoadConfig reads and validates the store's config.json. A missing file is
+// the zero Config.
+func (s *Store) LoadConfig() (Config, error) {
+	data, err := os.ReadFile(s.ConfigPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return Config{}, nil
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("reading config: %w", err)
+	}
+	var c Config
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", s.ConfigPath(), err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", s.ConfigPath(), err)
+	}
+	return c, nil
+}
+
+// WriteConfig validates c and writes it to the store's config.json,
+// replacing any previous configuration atomically.
+func (s *Store) WriteConfig(c Config) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("writing config: %w", err)
+	}
+	tmp := s.ConfigPath() + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing config: %w", err)
+	}
+	if err := os.Rename(tmp, s.ConfigPath()); err != nil {
+		return fmt.Errorf("writing config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,496 @@
+// Package client implements the project side of Docket (DESIGN §5): the local
+// store under <project>/.docket that holds the issuer key, the policy, the
+// per-session receipt chains, the proofs returned by the log and the spool of
+// hook events that could not be receipted, plus the client configuration.
+//
+// A session chain is a JSONL file with one receipt a line, in chain order, so
+// that `docket verify` and any other verifier of the draft replay it
+// directly. Appends are serialized by an exclusive flock on the chain file
+// (agents run hooks in parallel) and fsynced before they are acknowledged.
+// The head of each chain (last sequence and chain hash) is kept in a small
+// state file, so an append costs the same however long the chain is; the
+// head is recovered from the chain's last line when it is lost or stale.
+package client
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/docketlog/docket/receipts"
+)
+
+// DirName is the name of the store directory inside a project.
+const DirName = ".docket"
+
+// Names inside the store directory.
+const (
+	ConfigFile  = "config.json"
+	KeyFile     = "issuer.key"
+	PolicyDir   = "policy"
+	SessionsDir = "sessions"
+	ProofsDir   = "proofs"
+	SpoolDir    = "spool"
+)
+
+// ProjectDir returns the project root the hooks work in: $CLAUDE_PROJECT_DIR
+// when it is set, else the current directory. The result is absolute and
+// clean.
+func ProjectDir() (string, error) {
+	dir := os.Getenv("CLAUDE_PROJECT_DIR")
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("finding the project directory: %w", err)
+		}
+		dir = wd
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("finding the project directory: %w", err)
+	}
+	return abs, nil
+}
+
+// Store is the .docket directory of one project. Opening a Store does no I/O;
+// the directories are created as they are first written.
+//
+// A Store is safe for concurrent use by goroutines and by processes: chain
+// appends take an exclusive lock on the chain file.
+type Store struct {
+	// Project is the absolute project root.
+	Project string
+	// Dir is Project/.docket.
+	Dir string
+}
+
+// Open returns the store of the project rooted at project.
+func Open(project string) *Store {
+	return &Store{Project: project, Dir: filepath.Join(project, DirName)}
+}
+
+// ConfigPath returns the path of config.json.
+func (s *Store) ConfigPath() string { return filepath.Join(s.Dir, ConfigFile) }
+
+// KeyPath returns the path of the issuer key (a receipts.KeyFile, mode 0600).
+func (s *Store) KeyPath() string { return filepath.Join(s.Dir, KeyFile) }
+
+// PolicyDir returns the directory of the project's *.cedar files.
+func (s *Store) PolicyDir() string { return filepath.Join(s.Dir, PolicyDir) }
+
+// SpoolDir returns the directory where hook events that could not be
+// receipted are kept.
+func (s *Store) SpoolDir() string { return filepath.Join(s.Dir, SpoolDir) }
+
+// ChainPath returns the path of a session's chain:
+// sessions/<name>.jsonl, where name is SessionName(session).
+func (s *Store) ChainPath(session string) string {
+	return filepath.Join(s.Dir, SessionsDir, SessionName(session)+".jsonl")
+}
+
+// headPath returns the path of a session's head state file.
+func (s *Store) headPath(session string) string {
+	return filepath.Join(s.Dir, SessionsDir, SessionName(session)+".head")
+}
+
+// ProofPath returns where the log proof (c2sp.org/tlog-proof@v1) of the
+// receipt with the given sequence number in a session is stored:
+// proofs/<name>/<sequence>.proof. The directory may not exist yet.
+func (s *Store) ProofPath(session string, sequence int64) string {
+	return filepath.Join(s.Dir, ProofsDir, SessionName(session), strconv.FormatInt(sequence, 10)+".proof")
+}
+
+// SessionName returns the file name used for a session id. Ids made of
+// letters, digits, '.', '_' and '-' (not starting with '.', at most 100
+// bytes) are used as they are, which covers the UUIDs agents use. Any other
+// id is reduced to those characters and suffixed with a hash of the whole
+// id, so distinct ids keep distinct files. SessionName is idempotent:
+// SessionName(SessionName(id)) == SessionName(id).
+func SessionName(session string) string {
+	if safeName(session) {
+		return session
+	}
+	var b strings.Builder
+	for _, r := range session {
+		if b.Len() >= 64 {
+			break
+		}
+		if isSafeRune(r) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	sum := sha256.Sum256([]byte(session))
+	return strings.TrimLeft(b.String(), ".") + "-" + hex.EncodeToString(sum[:6])
+}
+
+func safeName(s string) bool {
+	if s == "" || len(s) > 100 || s[0] == '.' {
+		return false
+	}
+	for _, r := range s {
+		if !isSafeRune(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func isSafeRune(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-'
+}
+
+// Sessions returns the names of the sessions that have a chain in the store,
+// sorted. The names are SessionName forms; pass them back to Receipts,
+// ProofPath and Head as they are.
+func (s *Store) Sessions() ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(s.Dir, SessionsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	var names []string
+	for _, e := range ents {
+		if name, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok && e.Type().IsRegular() {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Receipts returns the receipts of a session's chain in chain order, one
+// element per line, exactly as stored (JCS bytes, without the newline). An
+// incomplete last line (an append in progress) is left out. A session
+// without a chain has no receipts and no error.
+func (s *Store) Receipts(session string) ([][]byte, error) {
+	data, err := os.ReadFile(s.ChainPath(session))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading chain: %w", err)
+	}
+	if i := bytes.LastIndexByte(data, '\n'); i+1 != len(data) {
+		data = data[:i+1]
+	}
+	return receipts.SplitLines(data), nil
+}
+
+// Head is the end of a session chain: what the next receipt links to.
+type Head struct {
+	// Sequence is the sequence number of the last receipt, 0 for an empty chain.
+	Sequence int64 `json:"sequence"`
+	// Hash is the chain hash of the last receipt, "" for an empty chain.
+	Hash string `json:"hash,omitempty"`
+	// Size is the chain file's size in bytes after the last receipt; a head
+	// whose size differs from the file's is stale.
+	Size int64 `json:"size"`
+}
+
+// headState is the content of the head state file: the head and the
+// decisions still waiting for their execution receipt.
+type headState struct {
+	Head
+	Pending []Pending `json:"pending,omitempty"`
+}
+
+// Pending is a decision (allow or require_approval) that an execution
+// receipt may still follow.
+type Pending struct {
+	// Key identifies the call: its tool_use_id, or CallKey's hash.
+	Key      string `json:"key"`
+	Hash     string `json:"hash"`     // chain hash of the decision receipt
+	Decision string `json:"decision"` // allow or require_approval
+	ToolName string `json:"tool"`
+	// IssuedAt is when the decision was signed, in Unix milliseconds.
+	IssuedAt int64 `json:"at"`
+}
+
+// maxPending bounds the decisions remembered in the head state; older ones
+// are found by scanning the chain.
+const maxPending = 128
+
+// Link is what Append tells the function that builds the next receipt.
+type Link struct {
+	// Sequence is the sequence number the new receipt must carry.
+	Sequence int64
+	// Previous is the chain hash of the previous receipt ("" at genesis).
+	Previous string
+	// Decision is the pending decision found for AppendOptions.Executes, if any.
+	Decision *Pending
+}
+
+// AppendOptions refine an Append.
+type AppendOptions struct {
+	// Executes, if set, names the call whose decision the new receipt
+	// executes; the decision is looked up (in the head state, else in the
+	// chain) and passed to the build function in Link.Decision.
+	Executes string
+	// Remember, if set, records the new receipt as a pending decision under
+	// this key, for a later execution receipt to link to.
+	Remember *Pending
+}
+
+// ErrChainCorrupt is returned when the chain's last line is not a receipt
+// the head can be recovered from.
+var ErrChainCorrupt = errors.New("session chain is corrupt")
+
+// Append adds one receipt to a session chain. Under the chain's exclusive
+// lock it reads the head, calls build with the sequence number and link the
+// new receipt must carry, writes the receipt build returns (JCS bytes, as
+// receipts.Sign returns them) as one line, fsyncs it, and updates the head
+// state. It returns the new head. Append creates the sessions directory and
+// the chain as needed.
+func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]byte, error)) (Head, error) {
+	if err := os.MkdirAll(filepath.Join(s.Dir, SessionsDir), 0o700); err != nil {
+		return Head{}, fmt.Errorf("appending receipt: %w", err)
+	}
+	f, err := os.OpenFile(s.ChainPath(session), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return Head{}, fmt.Errorf("appending receipt: %w", err)
+	}
+	defer f.Close()
+	if err := flock(f); err != nil {
+		return Head{}, fmt.Errorf("locking chain: %w", err)
+	}
+	// The lock is released when f is closed.
+
+	fi, err := f.Stat()
+	if err != nil {
+		return Head{}, fmt.Errorf("appending receipt: %w", err)
+	}
+	st, err := s.readHead(session, f, fi.Size())
+	if err != nil {
+		return Head{}, err
+	}
+	link := Link{Sequence: st.Sequence + 1, Previous: st.Hash}
+	if opts.Executes != "" {
+		if i := slices.IndexFunc(st.Pending, func(p Pending) bool { return p.Key == opts.Executes }); i >= 0 {
+			p := st.Pending[i]
+			link.Decision = &p
+			st.Pending = slices.Delete(st.Pending, i, i+1)
+		} else if p, err := findDecision(f, st.Size, opts.Executes, session); err == nil && p != nil {
+			link.Decision = p
+		}
+	}
+	rec, err := build(link)
+	if err != nil {
+		return Head{}, err
+	}
+	if bytes.IndexByte(rec, '\n') >= 0 {
+		return Head{}, errors.New("appending receipt: receipt contains a newline")
+	}
+	line := make([]byte, 0, len(rec)+1)
+	line = append(append(line, rec...), '\n')
+	if _, err := f.WriteAt(line, st.Size); err != nil {
+		f.Truncate(st.Size) // best effort: never leave half a receipt
+		return Head{}, fmt.Errorf("appending receipt: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return Head{}, fmt.Errorf("appending receipt: %w", err)
+	}
+	st.Head = Head{Sequence: link.Sequence, Hash: receipts.ChainHash(rec), Size: st.Size + int64(len(line))}
+	if opts.Remember != nil {
+		p := *opts.Remember
+		p.Hash = st.Hash
+		st.Pending = append(st.Pending, p)
+		if n := len(st.Pending) - maxPending; n > 0 {
+			st.Pending = slices.Delete(st.Pending, 0, n)
+		}
+	}
+	// The head state is a cache: it is not fsynced, because a lost or torn
+	// head is detected (size mismatch, bad JSON) and recovered from the chain.
+	_ = s.writeHead(session, st)
+	return st.Head, nil
+}
+
+// Head returns the current head of a session chain without changing it.
+func (s *Store) Head(session string) (Head, error) {
+	f, err := os.Open(s.ChainPath(session))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Head{}, nil
+	}
+	if err != nil {
+		return Head{}, err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
+		return Head{}, fmt.Errorf("locking chain: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return Head{}, err
+	}
+	h, err := s.recoverHead(f, fi.Size(), false)
+	if err != nil {
+		return Head{}, err
+	}
+	return h.Head, nil
+}
+
+func flock(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// readHead returns the head state of a chain whose file (locked, of the
+// given size) is f: the state file when it matches the chain, else the head
+// recovered from the chain's last line.
+func (s *Store) readHead(session string, f *os.File, size int64) (headState, error) {
+	var st headState
+	if data, err := os.ReadFile(s.headPath(session)); err == nil {
+		if json.Unmarshal(data, &st) == nil && st.Size == size && (size == 0) == (st.Sequence == 0) {
+			return st, nil
+		}
+	}
+	return s.recoverHead(f, size, true)
+}
+
+// tailWindow is how much of a chain's end is read to find its last line.
+const tailWindow = 64 << 10
+
+// recoverHead rebuilds the head from the chain's last complete line. With
+// repair set, an incomplete last line (an append that failed before it was
+// acknowledged) is cut off.
+func (s *Store) recoverHead(f *os.File, size int64, repair bool) (headState, error) {
+	if size == 0 {
+		return headState{}, nil
+	}
+	tail, off, err := readTail(f, size)
+	if err != nil {
+		return headState{}, fmt.Errorf("recovering chain head: %w", err)
+	}
+	end := bytes.LastIndexByte(tail, '\n') + 1
+	if end == 0 {
+		if off > 0 {
+			return headState{}, fmt.Errorf("%w: last line longer than %d bytes", ErrChainCorrupt, tailWindow)
+		}
+		// Nothing but a partial first line.
+	}
+	if end < len(tail) && repair {
+		if err := f.Truncate(off + int64(end)); err != nil {
+			return headState{}, fmt.Errorf("recovering chain head: %w", err)
+		}
+	}
+	size = off + int64(end)
+	tail = tail[:end]
+	if len(bytes.TrimSpace(tail)) == 0 {
+		if off > 0 {
+			return headState{}, fmt.Errorf("%w: cannot find the last receipt", ErrChainCorrupt)
+		}
+		return headState{Head: Head{Size: size}}, nil
+	}
+	lines := receipts.SplitLines(tail)
+	last := lines[len(lines)-1]
+	seq, err := sequenceOf(last)
+	if err != nil {
+		return headState{}, err
+	}
+	h, err := receipts.Hash(last)
+	if err != nil {
+		return headState{}, fmt.Errorf("%w: %v", ErrChainCorrupt, err)
+	}
+	return headState{Head: Head{Sequence: seq, Hash: h, Size: size}}, nil
+}
+
+// readTail reads up to tailWindow bytes from the end of a file of the given
+// size and returns them with their offset.
+func readTail(f *os.File, size int64) ([]byte, int64, error) {
+	off := max(0, size-tailWindow)
+	buf := make([]byte, size-off)
+	if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
+		return nil, 0, err
+	}
+	return buf, off, nil
+}
+
+func sequenceOf(rec []byte) (int64, error) {
+	var r struct {
+		Payload struct {
+			Sequence int64 `json:"sequence"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(rec, &r); err != nil || r.Payload.Sequence <= 0 {
+		return 0, fmt.Errorf("%w: last receipt has no sequence number", ErrChainCorrupt)
+	}
+	return r.Payload.Sequence, nil
+}
+
+// findDecision scans a chain (the first size bytes of f) backwards for the
+// latest decision receipt of the call named key that no execution receipt
+// has consumed yet. It is the slow path of execution linking, used only when
+// the head state has lost track of the decision.
+func findDecision(f *os.File, size int64, key, session string) (*Pending, error) {
+	data := make([]byte, size)
+	if _, err := f.ReadAt(data, 0); err != nil && err != io.EOF {
+		return nil, err
+	}
+	lines := receipts.SplitLines(data)
+	consumed := make(map[string]bool)
+	for i := len(lines) - 1; i >= 0; i-- {
+		var r struct {
+			Payload receipts.Payload `json:"payload"`
+		}
+		if json.Unmarshal(lines[i], &r) != nil {
+			continue
+		}
+		p := r.Payload
+		if p.DecisionReceiptHash != "" {
+			consumed[p.DecisionReceiptHash] = true
+			continue
+		}
+		if p.HookEvent != "PreToolUse" || (p.Decision != receipts.Allow && p.Decision != receipts.RequireApproval) {
+			continue
+		}
+		if (p.ToolUseID != "" && p.ToolUseID == key) || CallKey(session, p.ToolName, p.ToolInputHash) == key {
+			h, err := receipts.Hash(lines[i])
+			if err != nil || consumed[h] {
+				continue
+			}
+			at, _ := time.Parse(time.RFC3339Nano, p.IssuedAt)
+			return &Pending{Key: key, Hash: h, Decision: p.Decision, ToolName: p.ToolName, IssuedAt: at.UnixMilli()}, nil
+		}
+	}
+	return nil, nil
+}
+
+// CallKey returns the key that links an execution to its decision when the
+// agent sends no tool_use_id: a hash of the session, the tool name and the
+// tool input hash.
+func CallKey(session, toolName, toolInputHash string) string {
+	sum := sha256.Sum256([]byte(session + "\x00" + toolName + "\x00" + toolInputHash))
+	return "call:" + hex.EncodeToString(sum[:16])
+}
+
+func (s *Store) writeHead(session string, st headState) error {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	// Write and rename so that readers never see a torn state file.
+	tmp := s.headPath(session) + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.headPath(session))
+}
