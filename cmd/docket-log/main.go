@@ -1,0 +1,220 @@
+// Command docket-log runs Docket's transparency log: a Tessera log on POSIX
+// storage that accepts receipts (POST /add), answers each with a
+// c2sp.org/tlog-proof@v1, and serves the C2SP tlog-tiles read API.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/docketlog/docket/log"
+	"github.com/docketlog/docket/receipts"
+)
+
+const usage = `Usage:
+    docket-log [options]
+
+Runs a Docket transparency log on Tessera POSIX storage.
+
+API:
+    POST /add                      one entry {"public_key","receipt"} → 200 c2sp.org/tlog-proof@v1
+                                   400 malformed, 413 too large, 422 bad signature or kid,
+                                   401 missing or bad token, 403 issuer not allowed,
+                                   503 + Retry-After overloaded, or no checkpoint in time
+    GET  /checkpoint, /tile/...    C2SP tlog-tiles
+    GET  /health                   200 while the checkpoint is fresh, else 503
+
+Options:
+    -listen ADDR              address to listen on (default 127.0.0.1:7780)
+    -storage-dir DIR          Tessera POSIX storage directory (default ./docket-data)
+    -key FILE                 note signer key (docket keygen -log ORIGIN -o FILE); without it a
+                              key is made on first start in DIR/.docket-log/log.key
+    -origin NAME              origin of a generated key (default localhost/docket-log)
+    -witness-policy FILE      C2SP tlog-policy: publish only checkpoints the quorum cosigned
+    -witness-timeout D        bound on one witnessing round (default 2s)
+    -issuers FILE             JWKS of the issuer keys allowed to write
+    -tokens FILE              bearer tokens allowed to write, one per line (mode 0600)
+    -checkpoint-interval D    minimum time between checkpoints (default 100ms)
+    -republish D              re-sign an unchanged checkpoint this often (default 10s)
+    -batch-age D, -batch-size N   sequencing batch bounds (default 10ms, 512)
+    -publish-timeout D        how long POST /add waits for a checkpoint before 503 (default 10s)
+    -max-inflight N           concurrent POST /add before 503 (default 2048)
+    -max-checkpoint-age D     /health fails past this age (default 3×republish + witness timeout)
+    -v                        debug logging (one line per request)
+
+Examples:
+    docket keygen -log example.com/log -o log.key
+    docket-log -key log.key -storage-dir /var/lib/docket-log
+    docket-log -key log.key -witness-policy witnesses.policy
+`
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	fl := flag.NewFlagSet("docket-log", flag.ContinueOnError)
+	fl.Usage = func() { fmt.Fprint(os.Stderr, usage) }
+	var (
+		listen        = fl.String("listen", "127.0.0.1:7780", "")
+		storageDir    = fl.String("storage-dir", "./docket-data", "")
+		keyFile       = fl.String("key", "", "")
+		origin        = fl.String("origin", "", "")
+		policyFile    = fl.String("witness-policy", "", "")
+		issuersFile   = fl.String("issuers", "", "")
+		tokensFile    = fl.String("tokens", "", "")
+		verbose       = fl.Bool("v", false, "")
+		cfg           log.Config
+		batchSize     uint
+		witnessTimout time.Duration
+	)
+	fl.DurationVar(&witnessTimout, "witness-timeout", 2*time.Second, "")
+	fl.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 100*time.Millisecond, "")
+	fl.DurationVar(&cfg.RepublishInterval, "republish", 10*time.Second, "")
+	fl.DurationVar(&cfg.BatchMaxAge, "batch-age", 10*time.Millisecond, "")
+	fl.UintVar(&batchSize, "batch-size", 512, "")
+	fl.DurationVar(&cfg.PublishTimeout, "publish-timeout", 10*time.Second, "")
+	fl.IntVar(&cfg.MaxInFlight, "max-inflight", 2048, "")
+	fl.DurationVar(&cfg.MaxCheckpointAge, "max-checkpoint-age", 0, "")
+	if err := fl.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "docket-log: error: unexpected arguments %q\n", fl.Args())
+		return 2
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "docket-log: error: "+format+"\n", args...)
+		return 1
+	}
+	cfg.StorageDir = *storageDir
+	cfg.BatchMaxSize = batchSize
+	cfg.WitnessTimeout = witnessTimout
+	cfg.Logger = logger
+
+	if err := os.MkdirAll(filepath.Join(*storageDir, ".docket-log"), 0o700); err != nil {
+		return fail("%v", err)
+	}
+	kf := *keyFile
+	if kf == "" {
+		kf = filepath.Join(*storageDir, ".docket-log", "log.key")
+		if _, err := os.Stat(kf); errors.Is(err, fs.ErrNotExist) {
+			name := *origin
+			if name == "" {
+				name = "localhost/docket-log"
+			}
+			vkey, err := log.GenerateKeyFile(kf, name)
+			if err != nil {
+				return fail("generating log key: %v", err)
+			}
+			fmt.Fprintln(os.Stderr, "docket-log: generated a log key in", kf)
+			fmt.Println(vkey)
+		}
+	}
+	signer, vkey, err := log.LoadSigner(kf)
+	if err != nil {
+		return fail("log key: %v", err)
+	}
+	if *origin != "" && *origin != signer.Name() {
+		return fail("-origin %q is not the key's name %q (the origin is the key name)", *origin, signer.Name())
+	}
+	cfg.Signer, cfg.VKey = signer, vkey
+	if *policyFile != "" {
+		if cfg.WitnessPolicy, err = os.ReadFile(*policyFile); err != nil {
+			return fail("witness policy: %v", err)
+		}
+	}
+	if *issuersFile != "" {
+		if cfg.Issuers, err = receipts.LoadKeySet(*issuersFile); err != nil {
+			return fail("issuers: %v", err)
+		}
+	}
+	if *tokensFile != "" {
+		if cfg.Tokens, err = readTokens(*tokensFile); err != nil {
+			return fail("tokens: %v", err)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	l, err := log.New(ctx, cfg)
+	if err != nil {
+		return fail("%v", err)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		l.Close(context.Background())
+		return fail("%v", err)
+	}
+	srv := &http.Server{
+		Handler:           l.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      cfg.PublishTimeout + 30*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	logger.Info("listening", "addr", ln.Addr().String(), "origin", signer.Name(), "vkey", vkey)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		l.Close(context.Background())
+		return fail("serving: %v", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.PublishTimeout+20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("http shutdown", "err", err)
+	}
+	if err := l.Close(sctx); err != nil {
+		return fail("shutdown: %v", err)
+	}
+	logger.Info("stopped")
+	return 0
+}
+
+// readTokens reads writer tokens, one per line (# comments), from a file
+// that only its owner can read.
+func readTokens(path string) ([]string, error) {
+	if err := receipts.CheckKeyFileMode(path); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var toks []string
+	for line := range strings.Lines(string(data)) {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
+			toks = append(toks, t)
+		}
+	}
+	if len(toks) == 0 {
+		return nil, fmt.Errorf("%s: no tokens", path)
+	}
+	return toks, nil
+}

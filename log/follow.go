@@ -1,0 +1,119 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
+)
+
+// maxFollowBundles bounds the entry bundles indexed in one transaction.
+const maxFollowBundles = 64
+
+// catchUp brings the dedup index level with the integrated log before the
+// log accepts writes: it indexes what a crash or a lost index file left
+// out, and drops what a restored (shorter) log no longer has.
+func (l *Log) catchUp(ctx context.Context) error {
+	size, err := l.reader.IntegratedSize(ctx)
+	if err != nil {
+		return fmt.Errorf("reading tree size: %w", err)
+	}
+	n, err := l.idx.covered(ctx)
+	if err != nil {
+		return err
+	}
+	if n > size {
+		l.logger.Warn("dedup index is ahead of the log; truncating it", "covered", n, "size", size)
+		if err := l.idx.truncate(ctx, size); err != nil {
+			return fmt.Errorf("truncating dedup index: %w", err)
+		}
+		n = size
+	}
+	l.coveredN.Store(n)
+	if n < size {
+		start := time.Now()
+		if err := l.follow(ctx); err != nil {
+			return fmt.Errorf("rebuilding dedup index: %w", err)
+		}
+		l.logger.Info("dedup index rebuilt from the log", "from", n, "to", l.coveredN.Load(), "took", time.Since(start))
+	}
+	return nil
+}
+
+// followLoop keeps the dedup index level with the log: it runs after local
+// appends and every second (a safety net).
+func (l *Log) followLoop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.followKick:
+		case <-t.C:
+		}
+		if err := l.follow(ctx); err != nil && ctx.Err() == nil {
+			l.logger.Error("following the log into the dedup index", "err", err)
+		}
+	}
+}
+
+// follow indexes every integrated entry the index does not cover yet, then
+// forgets the pending appends the index now covers.
+func (l *Log) follow(ctx context.Context) error {
+	size, err := l.reader.IntegratedSize(ctx)
+	if err != nil {
+		return err
+	}
+	for from := l.coveredN.Load(); from < size; from = l.coveredN.Load() {
+		end := min(size, (from/layout.EntryBundleWidth+maxFollowBundles)*layout.EntryBundleWidth)
+		hashes := make([]leafHash, 0, end-from)
+		for b := from / layout.EntryBundleWidth; b*layout.EntryBundleWidth < end; b++ {
+			raw, err := l.reader.ReadEntryBundle(ctx, b, layout.PartialTileSize(0, b, size))
+			if err != nil {
+				return fmt.Errorf("reading entry bundle %d: %w", b, err)
+			}
+			var eb api.EntryBundle
+			if err := eb.UnmarshalText(raw); err != nil {
+				return fmt.Errorf("parsing entry bundle %d: %w", b, err)
+			}
+			for j, e := range eb.Entries {
+				if i := b*layout.EntryBundleWidth + uint64(j); i >= from && i < end {
+					hashes = append(hashes, leafHash(rfc6962.DefaultHasher.HashLeaf(e)))
+				}
+			}
+		}
+		if uint64(len(hashes)) != end-from {
+			return fmt.Errorf("entry bundles hold %d entries in [%d, %d)", len(hashes), from, end)
+		}
+		dups, err := l.idx.add(ctx, from, hashes)
+		if err != nil {
+			return fmt.Errorf("indexing [%d, %d): %w", from, end, err)
+		}
+		for _, d := range dups {
+			l.logger.Error("duplicate leaf in the log", "index", d)
+		}
+		l.coveredN.Store(end)
+		l.prune(end)
+	}
+	return nil
+}
+
+// prune forgets finished appends below covered: lookups find them in the index.
+func (l *Log) prune(covered uint64) {
+	l.recentMu.Lock()
+	defer l.recentMu.Unlock()
+	for h, p := range l.recent {
+		select {
+		case <-p.done:
+			if p.err == nil && p.idx < covered {
+				delete(l.recent, h)
+			}
+		default:
+		}
+	}
+	l.epoch++
+}

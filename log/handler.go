@@ -1,0 +1,233 @@
+package log
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docketlog/docket/receipts"
+	"github.com/transparency-dev/tessera/api/layout"
+)
+
+// Handler returns the log's HTTP API (DESIGN §3.5):
+//
+//	POST /add                       one entry → 200 tlog-proof@v1 text
+//	GET  /checkpoint                the published checkpoint (no-cache)
+//	GET  /tile/<L>/<N>[.p/<W>]      hash tiles (immutable)
+//	GET  /tile/entries/<N>[.p/<W>]  entry bundles (immutable, gzip if accepted)
+//	GET  /health                    200 while the checkpoint is fresh, else 503
+//
+// Errors are JSON {"error": "<code>", "message": "…"} with the status of
+// statusOf; 503 answers carry Retry-After.
+func (l *Log) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /add", l.handleAdd)
+	mux.HandleFunc("GET /checkpoint", l.handleCheckpoint)
+	mux.HandleFunc("GET /tile/{path...}", l.handleTile)
+	mux.HandleFunc("GET /health", l.handleHealth)
+	return mux
+}
+
+// Error codes in error bodies.
+const (
+	codeMalformed    = "malformed_entry"
+	codeTooLarge     = "entry_too_large"
+	codeSignature    = "bad_signature"
+	codeUnauthorized = "unauthorized"
+	codeForbidden    = "issuer_not_allowed"
+	codeOverloaded   = "overloaded"
+	codeNotPublished = "not_published"
+	codeClosing      = "shutting_down"
+	codeInternal     = "internal_error"
+	codeNotFound     = "not_found"
+	codeStale        = "stale_checkpoint"
+)
+
+// statusOf maps an error of Add to its HTTP status, error code and
+// Retry-After seconds (0: none), following DESIGN §3.5.
+func statusOf(err error) (status int, code string, retryAfter int) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.Is(err, receipts.ErrEntryTooLarge), errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, codeTooLarge, 0
+	case errors.Is(err, receipts.ErrMalformedEntry):
+		return http.StatusBadRequest, codeMalformed, 0
+	case errors.Is(err, receipts.ErrEntrySignature):
+		return http.StatusUnprocessableEntity, codeSignature, 0
+	case errors.Is(err, ErrIssuerNotAllowed):
+		return http.StatusForbidden, codeForbidden, 0
+	case errors.Is(err, ErrOverloaded):
+		return http.StatusServiceUnavailable, codeOverloaded, 1
+	case errors.Is(err, ErrNotPublished):
+		return http.StatusServiceUnavailable, codeNotPublished, 2
+	case errors.Is(err, ErrClosed):
+		return http.StatusServiceUnavailable, codeClosing, 5
+	default:
+		return http.StatusInternalServerError, codeInternal, 0
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string, retryAfter int) {
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}{code, msg})
+}
+
+func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if l.RequiresToken() {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || !l.Authorized(strings.TrimSpace(tok)) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="docket-log"`)
+			writeError(w, http.StatusUnauthorized, codeUnauthorized, "a valid bearer token is required to write", 0)
+			l.logger.Info("add", "status", http.StatusUnauthorized, "remote", r.RemoteAddr)
+			return
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, receipts.MaxEntrySize))
+	var res *Result
+	if err == nil {
+		res, err = l.Add(r.Context(), body)
+	}
+	if err != nil {
+		if r.Context().Err() != nil {
+			l.logger.Info("add: client went away", "err", err, "took", time.Since(start))
+			return
+		}
+		status, code, retry := statusOf(err)
+		msg := err.Error()
+		if status == http.StatusInternalServerError {
+			l.logger.Error("add", "status", status, "err", err)
+			msg = "internal error"
+		} else {
+			l.logger.Info("add", "status", status, "err", err, "took", time.Since(start))
+		}
+		writeError(w, status, code, msg, retry)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Docket-Index", strconv.FormatUint(res.Index, 10))
+	h.Set("Docket-Duplicate", strconv.FormatBool(res.Dup))
+	w.Write(res.Proof)
+	l.logger.Debug("add", "status", http.StatusOK, "index", res.Index, "dup", res.Dup, "size", res.Size, "took", time.Since(start))
+}
+
+func (l *Log) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
+	l.serveFile(w, r, layout.CheckpointPath, "text/plain; charset=utf-8", "no-cache", false)
+}
+
+func (l *Log) handleTile(w http.ResponseWriter, r *http.Request) {
+	rest := r.PathValue("path")
+	var p string
+	var entries bool
+	if idx, ok := strings.CutPrefix(rest, "entries/"); ok {
+		i, w8, err := layout.ParseTileIndexPartial(idx)
+		if err != nil {
+			writeError(w, http.StatusNotFound, codeNotFound, "no such entry bundle", 0)
+			return
+		}
+		p, entries = layout.EntriesPath(i, w8), true
+	} else {
+		level, idx, _ := strings.Cut(rest, "/")
+		lv, i, w8, err := layout.ParseTileLevelIndexPartial(level, idx)
+		if err != nil {
+			writeError(w, http.StatusNotFound, codeNotFound, "no such tile", 0)
+			return
+		}
+		p = layout.TilePath(lv, i, w8)
+	}
+	// Serve only canonical paths: the path is rebuilt from parsed numbers,
+	// so nothing outside the tile tree can be named.
+	if p != "tile/"+rest {
+		writeError(w, http.StatusNotFound, codeNotFound, "not a canonical tile path", 0)
+		return
+	}
+	l.serveFile(w, r, p, "application/octet-stream", "public, max-age=31536000, immutable", entries)
+}
+
+func (l *Log) serveFile(w http.ResponseWriter, r *http.Request, p, ctype, cache string, compress bool) {
+	data, err := os.ReadFile(filepath.Join(l.cfg.StorageDir, filepath.FromSlash(p)))
+	if errors.Is(err, fs.ErrNotExist) {
+		writeError(w, http.StatusNotFound, codeNotFound, "not found", 0)
+		return
+	}
+	if err != nil {
+		l.logger.Error("serving "+p, "err", err)
+		writeError(w, http.StatusInternalServerError, codeInternal, "internal error", 0)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set("Cache-Control", cache)
+	h.Set("X-Content-Type-Options", "nosniff")
+	if compress {
+		h.Add("Vary", "Accept-Encoding")
+	}
+	if compress && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		h.Set("Content-Encoding", "gzip")
+		zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+		zw.Write(data)
+		zw.Close()
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.Write(data)
+}
+
+// Health describes the log's state as GET /health reports it.
+type Health struct {
+	Status          string `json:"status"`
+	Origin          string `json:"origin"`
+	Size            uint64 `json:"size"`
+	CheckpointAgeMs int64  `json:"checkpoint_age_ms"`
+	Indexed         uint64 `json:"indexed"`
+	InFlight        int    `json:"in_flight"`
+}
+
+// Health returns the log's state and an error if the published
+// checkpoint is older than MaxCheckpointAge or missing.
+func (l *Log) Health() (Health, error) {
+	h := Health{Status: "ok", Origin: l.origin, Size: l.pub.current().size,
+		Indexed: l.coveredN.Load(), InFlight: len(l.inflight)}
+	fi, err := os.Stat(filepath.Join(l.cfg.StorageDir, layout.CheckpointPath))
+	if err != nil {
+		h.Status = "stale"
+		return h, fmt.Errorf("no published checkpoint: %w", err)
+	}
+	age := time.Since(fi.ModTime())
+	h.CheckpointAgeMs = age.Milliseconds()
+	if age > l.cfg.MaxCheckpointAge {
+		h.Status = "stale"
+		return h, fmt.Errorf("published checkpoint is %v old, limit %v", age.Round(time.Millisecond), l.cfg.MaxCheckpointAge)
+	}
+	return h, nil
+}
+
+func (l *Log) handleHealth(w http.ResponseWriter, r *http.Request) {
+	h, err := l.Health()
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, codeStale, err.Error(), 5)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(h)
+}

@@ -1,0 +1,441 @@
+package log
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/docketlog/docket/receipts"
+	"github.com/transparency-dev/formats/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera"
+	"github.com/transparency-dev/tessera/storage/posix"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Errors that Add returns besides those of receipts.ParseEntry. The HTTP
+// handler maps each to its status code (see statusOf).
+var (
+	// ErrOverloaded: too much work in flight; retry later (503).
+	ErrOverloaded = errors.New("log is overloaded")
+	// ErrNotPublished: the entry is sequenced but no checkpoint covering it
+	// was published in time, for example because the witness quorum is
+	// unreachable; retrying returns the same index (503).
+	ErrNotPublished = errors.New("no published checkpoint covers the entry yet")
+	// ErrIssuerNotAllowed: the entry's key is not in the issuer allowlist (403).
+	ErrIssuerNotAllowed = errors.New("issuer is not allowed to write to this log")
+	// ErrClosed: the log is shutting down (503).
+	ErrClosed = errors.New("log is shutting down")
+)
+
+// Config configures a Log. Zero durations and sizes take the defaults
+// noted on each field.
+type Config struct {
+	// StorageDir is the Tessera POSIX storage directory. The log also keeps
+	// its dedup index and lock file under StorageDir/.docket-log.
+	StorageDir string
+	// Signer signs checkpoints; its name is the log's origin.
+	Signer note.Signer
+	// VKey is the verifier key of Signer.
+	VKey string
+	// WitnessPolicy, if set, is a C2SP tlog-policy file: a checkpoint is
+	// published only once the witness quorum has cosigned it.
+	WitnessPolicy []byte
+	// WitnessTimeout bounds one witnessing round (default 2s).
+	WitnessTimeout time.Duration
+	// Issuers, if set, is the allowlist of receipt signing keys.
+	Issuers *receipts.KeySet
+	// Tokens, if set, are the bearer tokens that may write (POST /add).
+	Tokens []string
+
+	// CheckpointInterval is the minimum time between published checkpoints
+	// (default 100ms, Tessera's POSIX minimum).
+	CheckpointInterval time.Duration
+	// RepublishInterval is how often an unchanged checkpoint is signed and
+	// witnessed again, which keeps /health fresh (default 10s).
+	RepublishInterval time.Duration
+	// BatchMaxAge and BatchMaxSize bound a sequencing batch (defaults 10ms, 512).
+	BatchMaxAge  time.Duration
+	BatchMaxSize uint
+	// PublishTimeout bounds how long Add waits for a covering checkpoint
+	// before answering ErrNotPublished (default 10s).
+	PublishTimeout time.Duration
+	// MaxInFlight bounds concurrent Add calls; more are refused with
+	// ErrOverloaded (default 2048).
+	MaxInFlight int
+	// MaxCheckpointAge is the age after which /health reports the published
+	// checkpoint as stale (default 3×RepublishInterval + WitnessTimeout).
+	MaxCheckpointAge time.Duration
+	// PollInterval is how often the published checkpoint is read while
+	// requests wait for it (default 5ms).
+	PollInterval time.Duration
+
+	// HTTPClient is used to reach witnesses (default: a client with WitnessTimeout).
+	HTTPClient *http.Client
+	// Logger receives one line per notable event; nil discards.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() error {
+	if c.StorageDir == "" {
+		return errors.New("config: StorageDir is required")
+	}
+	if c.Signer == nil || c.VKey == "" {
+		return errors.New("config: Signer and VKey are required")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.WitnessTimeout, 2*time.Second)
+	def(&c.CheckpointInterval, 100*time.Millisecond)
+	def(&c.RepublishInterval, 10*time.Second)
+	def(&c.BatchMaxAge, 10*time.Millisecond)
+	def(&c.PublishTimeout, 10*time.Second)
+	def(&c.MaxCheckpointAge, 3*c.RepublishInterval+c.WitnessTimeout)
+	def(&c.PollInterval, 5*time.Millisecond)
+	if c.BatchMaxSize == 0 {
+		c.BatchMaxSize = 512
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 2048
+	}
+	if c.RepublishInterval < c.CheckpointInterval {
+		return errors.New("config: RepublishInterval is shorter than CheckpointInterval")
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: c.WitnessTimeout}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// A Log is a running Docket log over Tessera POSIX storage. Its methods are
+// safe for concurrent use. Only one Log (in any process) may use a storage
+// directory at a time.
+type Log struct {
+	cfg      Config
+	logger   *slog.Logger
+	origin   string
+	verifier note.Verifier
+	tokens   [][32]byte // SHA-256 of each writer token
+
+	appender *tessera.Appender
+	reader   tessera.LogReader
+	stopApp  func(context.Context) error
+	cancel   context.CancelFunc
+	bg       sync.WaitGroup
+	idx      *index
+	lock     *os.File
+
+	inflight chan struct{}
+	closing  atomic.Bool
+
+	// recentMu guards recent and epoch. recent holds the entries this
+	// process appended that the dedup index does not cover yet; epoch
+	// counts prunings of recent, so a lookup can tell that an entry moved
+	// from recent to the index while it was reading the index.
+	recentMu sync.Mutex
+	recent   map[leafHash]*pending
+	epoch    uint64
+
+	followKick chan struct{}
+	coveredN   atomic.Uint64 // entries the dedup index covers
+
+	pub publisher
+}
+
+// pending is one append in progress or done but not yet in the index.
+// idx and err are written before done is closed.
+type pending struct {
+	done chan struct{}
+	idx  uint64
+	err  error
+}
+
+// New opens (or creates) the log in cfg.StorageDir, brings the dedup index
+// up to date with the log, and starts sequencing, publication and the
+// index follower. ctx bounds startup only; background work runs until Close.
+func New(ctx context.Context, cfg Config) (*Log, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	v, err := note.NewVerifier(cfg.VKey)
+	if err != nil {
+		return nil, fmt.Errorf("log verifier key: %w", err)
+	}
+	if v.Name() != cfg.Signer.Name() || v.KeyHash() != cfg.Signer.KeyHash() {
+		return nil, errors.New("log verifier key does not match the signer")
+	}
+	l := &Log{
+		cfg:        cfg,
+		logger:     cfg.Logger,
+		origin:     cfg.Signer.Name(),
+		verifier:   v,
+		inflight:   make(chan struct{}, cfg.MaxInFlight),
+		recent:     make(map[leafHash]*pending),
+		followKick: make(chan struct{}, 1),
+	}
+	for _, t := range cfg.Tokens {
+		l.tokens = append(l.tokens, sha256.Sum256([]byte(t)))
+	}
+	stateDir := filepath.Join(cfg.StorageDir, ".docket-log")
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, err
+	}
+	if l.lock, err = lockDir(filepath.Join(stateDir, "lock")); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			l.release()
+		}
+	}()
+
+	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l.cancel = cancel
+	driver, err := posix.New(bgCtx, posix.Config{Path: cfg.StorageDir, HTTPClient: cfg.HTTPClient})
+	if err != nil {
+		return nil, fmt.Errorf("tessera storage: %w", err)
+	}
+	opts := tessera.NewAppendOptions().
+		WithCheckpointSigner(cfg.Signer).
+		WithCheckpointInterval(cfg.CheckpointInterval).
+		WithCheckpointRepublishInterval(cfg.RepublishInterval).
+		WithBatching(cfg.BatchMaxSize, cfg.BatchMaxAge)
+	if len(cfg.WitnessPolicy) > 0 {
+		wg, err := tessera.NewWitnessGroupFromPolicy(cfg.WitnessPolicy)
+		if err != nil {
+			return nil, fmt.Errorf("witness policy: %w", err)
+		}
+		opts.WithWitnesses(wg, &tessera.WitnessOptions{Timeout: cfg.WitnessTimeout})
+	}
+	if l.appender, l.stopApp, l.reader, err = tessera.NewAppender(bgCtx, driver, opts); err != nil {
+		return nil, fmt.Errorf("tessera appender: %w", err)
+	}
+	if l.idx, err = openIndex(filepath.Join(stateDir, "dedup.sqlite")); err != nil {
+		return nil, err
+	}
+	if err := l.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	l.pub.init(l)
+	l.bg.Add(2)
+	go func() { defer l.bg.Done(); l.followLoop(bgCtx) }()
+	go func() { defer l.bg.Done(); l.pub.watch(bgCtx) }()
+	ok = true
+	l.logger.Info("log started", "origin", l.origin, "vkey", cfg.VKey, "size", l.coveredN.Load(),
+		"witnessed", len(cfg.WitnessPolicy) > 0)
+	return l, nil
+}
+
+// Origin returns the log's origin line.
+func (l *Log) Origin() string { return l.origin }
+
+// Close stops accepting entries, waits (bounded by ctx) until everything
+// sequenced is published and indexed, and releases the storage directory.
+func (l *Log) Close(ctx context.Context) error {
+	l.closing.Store(true)
+	err := l.stopApp(ctx)
+	if err == nil {
+		err = l.follow(ctx)
+	}
+	l.release()
+	return err
+}
+
+func (l *Log) release() {
+	if l.cancel != nil {
+		l.cancel()
+	}
+	l.bg.Wait()
+	if l.idx != nil {
+		l.idx.close()
+	}
+	if l.lock != nil {
+		l.lock.Close()
+	}
+}
+
+// lockDir takes an exclusive, non-blocking lock on path.
+func lockDir(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("storage directory is in use by another docket-log (%s): %w", path, err)
+	}
+	return f, nil
+}
+
+// Authorized reports whether a write may proceed with this bearer token.
+// With no tokens configured every writer is authorized.
+func (l *Log) Authorized(token string) bool {
+	if len(l.tokens) == 0 {
+		return true
+	}
+	h := sha256.Sum256([]byte(token))
+	ok := 0
+	for _, t := range l.tokens {
+		ok |= subtle.ConstantTimeCompare(h[:], t[:])
+	}
+	return ok == 1
+}
+
+// RequiresToken reports whether writers must present a bearer token.
+func (l *Log) RequiresToken() bool { return len(l.tokens) > 0 }
+
+// A Result is the answer to one accepted entry.
+type Result struct {
+	// Index is the entry's index in the log.
+	Index uint64
+	// Dup is true if the entry was already in the log.
+	Dup bool
+	// Proof is the c2sp.org/tlog-proof@v1 text: the inclusion proof of the
+	// entry in Checkpoint, followed by the checkpoint verbatim.
+	Proof []byte
+	// Size is the size of the checkpoint in Proof.
+	Size uint64
+}
+
+// Add validates one entry (DESIGN §3.4), appends it unless an identical
+// entry is already in the log, waits for a published checkpoint that covers
+// it and returns the proof. Errors wrap receipts.ErrMalformedEntry,
+// ErrEntryTooLarge or ErrEntrySignature for bad entries, or one of this
+// package's errors.
+func (l *Log) Add(ctx context.Context, data []byte) (*Result, error) {
+	if l.closing.Load() {
+		return nil, ErrClosed
+	}
+	select {
+	case l.inflight <- struct{}{}:
+		defer func() { <-l.inflight }()
+	default:
+		return nil, ErrOverloaded
+	}
+	e, err := receipts.ParseEntry(data)
+	if err != nil {
+		return nil, err
+	}
+	if l.cfg.Issuers != nil && !l.allowed(e) {
+		return nil, fmt.Errorf("%w: %s", ErrIssuerNotAllowed, e.KID)
+	}
+	leaf := e.Leaf()
+	idx, dup, err := l.sequence(ctx, leaf)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, l.cfg.PublishTimeout)
+	defer cancel()
+	p, err := l.pub.await(wctx, idx)
+	if err != nil {
+		if ctx.Err() == nil && l.closing.Load() {
+			return nil, fmt.Errorf("%w: entry %d is sequenced", ErrClosed, idx)
+		}
+		if ctx.Err() == nil {
+			return nil, fmt.Errorf("%w: entry %d waited %v", ErrNotPublished, idx, l.cfg.PublishTimeout)
+		}
+		return nil, err
+	}
+	hashes, err := p.inclusion(ctx, l, idx)
+	if err != nil {
+		return nil, fmt.Errorf("inclusion proof for %d in %d: %w", idx, p.size, err)
+	}
+	tp := proof.TLogProof{Index: idx, Checkpoint: p.raw}
+	for _, h := range hashes {
+		if len(h) != 32 {
+			return nil, fmt.Errorf("inclusion proof for %d: bad hash length", idx)
+		}
+		tp.Hashes = append(tp.Hashes, [32]byte(h))
+	}
+	return &Result{Index: idx, Dup: dup, Proof: tp.Marshal(), Size: p.size}, nil
+}
+
+func (l *Log) allowed(e *receipts.Entry) bool {
+	for _, k := range l.cfg.Issuers.Keys {
+		if k.Public.Equal(e.PublicKey) {
+			return true
+		}
+	}
+	return false
+}
+
+// sequence returns the index of leaf, appending it if no identical leaf is
+// in the log or being appended. Concurrent calls with the same leaf share
+// one append.
+func (l *Log) sequence(ctx context.Context, leaf []byte) (uint64, bool, error) {
+	h := leafHash(rfc6962.DefaultHasher.HashLeaf(leaf))
+	for {
+		l.recentMu.Lock()
+		if p, ok := l.recent[h]; ok {
+			l.recentMu.Unlock()
+			select {
+			case <-p.done:
+			case <-ctx.Done():
+				return 0, false, ctx.Err()
+			}
+			if p.err != nil {
+				// The append we waited on failed and was forgotten; try ours.
+				if l.closing.Load() {
+					return 0, false, ErrClosed
+				}
+				continue
+			}
+			return p.idx, true, nil
+		}
+		epoch := l.epoch
+		l.recentMu.Unlock()
+
+		i, ok, err := l.idx.lookup(ctx, h)
+		if err != nil {
+			return 0, false, err
+		}
+		if ok {
+			return i, true, nil
+		}
+
+		l.recentMu.Lock()
+		if l.epoch != epoch || l.recent[h] != nil {
+			l.recentMu.Unlock()
+			continue
+		}
+		p := &pending{done: make(chan struct{})}
+		l.recent[h] = p
+		l.recentMu.Unlock()
+
+		// The append must finish even if this client goes away: others may
+		// be waiting on it, and Tessera resolves it within a batch.
+		res, err := l.appender.Add(context.WithoutCancel(ctx), tessera.NewEntry(leaf))()
+		l.recentMu.Lock()
+		p.idx, p.err = res.Index, err
+		if err != nil {
+			delete(l.recent, h)
+		}
+		l.recentMu.Unlock()
+		close(p.done)
+		if err != nil {
+			return 0, false, fmt.Errorf("appending: %w", err)
+		}
+		select {
+		case l.followKick <- struct{}{}:
+		default:
+		}
+		return res.Index, false, nil
+	}
+}

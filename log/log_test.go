@@ -1,0 +1,269 @@
+package log
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docketlog/docket/receipts"
+	f_log "github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/formats/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	mproof "github.com/transparency-dev/merkle/proof"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// testEntry returns a valid log entry for receipt number seq of session.
+func testEntry(t testing.TB, key ed25519.PrivateKey, session string, seq int64) []byte {
+	t.Helper()
+	r, err := receipts.Sign(key, receipts.Payload{Type: "protectmcp:decision", SessionID: session, Sequence: seq,
+		HookEvent: "PreToolUse", ToolName: "Bash", Decision: "allow", Reason: "cedar_allow",
+		IssuedAt: "2026-11-21T12:34:56.123Z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := receipts.NewEntry(key.Public().(ed25519.PublicKey), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leaf
+}
+
+func newTestLog(t *testing.T, dir string, mod func(*Config)) (*Log, note.Verifier) {
+	t.Helper()
+	kf := filepath.Join(dir, "log.key")
+	vkey, err := GenerateKeyFile(kf, "example.com/test-log")
+	if err != nil && !strings.Contains(err.Error(), "exists") {
+		t.Fatal(err)
+	}
+	s, vkey, err := LoadSigner(kf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{StorageDir: filepath.Join(dir, "storage"), Signer: s, VKey: vkey}
+	if mod != nil {
+		mod(&cfg)
+	}
+	l, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, v
+}
+
+// checkProof verifies a tlog-proof for leaf against the log key.
+func checkProof(t *testing.T, v note.Verifier, leaf, p []byte) uint64 {
+	t.Helper()
+	var tp proof.TLogProof
+	if err := tp.Unmarshal(p); err != nil {
+		t.Fatalf("proof: %v", err)
+	}
+	cp, _, _, err := f_log.ParseCheckpoint(tp.Checkpoint, v.Name(), v)
+	if err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	hashes := make([][]byte, len(tp.Hashes))
+	for i := range tp.Hashes {
+		hashes[i] = tp.Hashes[i][:]
+	}
+	if err := mproof.VerifyInclusion(rfc6962.DefaultHasher, tp.Index, cp.Size, rfc6962.DefaultHasher.HashLeaf(leaf), hashes, cp.Hash); err != nil {
+		t.Fatalf("inclusion of %d in %d: %v", tp.Index, cp.Size, err)
+	}
+	return tp.Index
+}
+
+func TestAddDedup(t *testing.T) {
+	dir := t.TempDir()
+	l, v := newTestLog(t, dir, nil)
+	_, key := receipts.GenerateKey()
+	_ = key
+	priv, _ := receipts.GenerateKey()
+
+	// Concurrent identical submissions share one index.
+	leaf := testEntry(t, priv, "s1", 1)
+	var wg sync.WaitGroup
+	idx := make([]uint64, 8)
+	for i := range idx {
+		wg.Go(func() {
+			r, err := l.Add(t.Context(), leaf)
+			if err != nil {
+				t.Errorf("Add = %v", err)
+				return
+			}
+			idx[i] = checkProof(t, v, leaf, r.Proof)
+		})
+	}
+	wg.Wait()
+	for i := range idx {
+		if idx[i] != idx[0] {
+			t.Fatalf("concurrent Add indices = %v, want all equal", idx)
+		}
+	}
+	// Distinct entries get distinct indices.
+	var leaves [][]byte
+	for s := range 20 {
+		leaves = append(leaves, testEntry(t, priv, "s2", int64(s+1)))
+	}
+	seen := map[uint64]bool{idx[0]: true}
+	for _, lf := range leaves {
+		r, err := l.Add(t.Context(), lf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[r.Index] {
+			t.Fatalf("Add(new) = index %d again", r.Index)
+		}
+		seen[r.Index] = true
+		checkProof(t, v, lf, r.Proof)
+	}
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	// After a restart, resubmissions get their original index.
+	l, v = newTestLog(t, dir, nil)
+	defer l.Close(context.Background())
+	r, err := l.Add(t.Context(), leaf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := checkProof(t, v, leaf, r.Proof); got != idx[0] || !r.Dup {
+		t.Errorf("Add(after restart) = %d dup %v, want %d dup true", got, r.Dup, idx[0])
+	}
+	if n := l.coveredN.Load(); n != 21 {
+		t.Errorf("indexed = %d, want 21", n)
+	}
+}
+
+func TestIndexRebuild(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := newTestLog(t, dir, nil)
+	priv, _ := receipts.GenerateKey()
+	var leaves [][]byte
+	for s := range 300 { // more than one entry bundle
+		leaves = append(leaves, testEntry(t, priv, "s", int64(s+1)))
+	}
+	want := map[string]uint64{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, lf := range leaves {
+		wg.Go(func() {
+			r, err := l.Add(t.Context(), lf)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			want[string(lf)] = r.Index
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	l.Close(t.Context())
+	// Lose the index: it is rebuilt from the log on start.
+	for _, f := range []string{"dedup.sqlite", "dedup.sqlite-wal", "dedup.sqlite-shm"} {
+		removeIfExists(t, filepath.Join(dir, "storage", ".docket-log", f))
+	}
+	l, v := newTestLog(t, dir, nil)
+	defer l.Close(context.Background())
+	if n := l.coveredN.Load(); n != 300 {
+		t.Fatalf("indexed after rebuild = %d, want 300", n)
+	}
+	for _, lf := range leaves[:20] {
+		r, err := l.Add(t.Context(), lf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := checkProof(t, v, lf, r.Proof); got != want[string(lf)] || !r.Dup {
+			t.Errorf("Add(after rebuild) = %d dup %v, want %d dup true", got, r.Dup, want[string(lf)])
+		}
+	}
+}
+
+func TestStatus(t *testing.T) {
+	dir := t.TempDir()
+	priv, _ := receipts.GenerateKey()
+	other, _ := receipts.GenerateKey()
+	l, _ := newTestLog(t, dir, func(c *Config) {
+		c.Tokens = []string{"sekrit"}
+		c.Issuers = receipts.PinnedKey(priv.Public().(ed25519.PublicKey))
+	})
+	defer l.Close(context.Background())
+	srv := httptest.NewServer(l.Handler())
+	defer srv.Close()
+
+	good := testEntry(t, priv, "s", 1)
+	bad := bytes.Replace(good, []byte(`"sequence":1`), []byte(`"sequence":2`), 1)
+	tests := []struct {
+		name   string
+		token  string
+		body   []byte
+		status int
+		code   string
+	}{
+		{"ok", "sekrit", good, 200, ""},
+		{"no token", "", good, 401, codeUnauthorized},
+		{"bad token", "nope", good, 401, codeUnauthorized},
+		{"malformed", "sekrit", []byte(`{"public_key":"00"`), 400, codeMalformed},
+		{"duplicate member", "sekrit", []byte(`{"public_key":"a","public_key":"b"}`), 400, codeMalformed},
+		{"too large", "sekrit", bytes.Repeat([]byte(" "), receipts.MaxEntrySize+1), 413, codeTooLarge},
+		{"bad signature", "sekrit", bad, 422, codeSignature},
+		{"issuer not allowed", "sekrit", testEntry(t, other, "s", 1), 403, codeForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", srv.URL+"/add", bytes.NewReader(tt.body))
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var buf bytes.Buffer
+			buf.ReadFrom(resp.Body)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("POST /add = %d %s, want %d", resp.StatusCode, buf.String(), tt.status)
+			}
+			if tt.code != "" && !strings.Contains(buf.String(), fmt.Sprintf(`"error":%q`, tt.code)) {
+				t.Errorf("POST /add body = %s, want error %q", buf.String(), tt.code)
+			}
+		})
+	}
+}
+
+func TestOverloaded(t *testing.T) {
+	l, _ := newTestLog(t, t.TempDir(), func(c *Config) { c.MaxInFlight = 1 })
+	defer l.Close(context.Background())
+	l.inflight <- struct{}{} // one request in flight
+	_, err := l.Add(t.Context(), []byte(`{}`))
+	if !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("Add(while full) = %v, want ErrOverloaded", err)
+	}
+	if s, _, ra := statusOf(err); s != 503 || ra == 0 {
+		t.Errorf("statusOf(ErrOverloaded) = %d retry %d, want 503 with Retry-After", s, ra)
+	}
+	<-l.inflight
+}
+
+func TestHealthStale(t *testing.T) {
+	l, _ := newTestLog(t, t.TempDir(), func(c *Config) { c.MaxCheckpointAge = time.Nanosecond })
+	defer l.Close(context.Background())
+	if _, err := l.Health(); err == nil {
+		t.Errorf("Health() with a 1ns age limit = nil, want stale")
+	}
+}
