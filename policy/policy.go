@@ -31,6 +31,7 @@ import (
 
 	cedar "github.com/cedar-policy/cedar-go"
 	"github.com/cedar-policy/cedar-go/x/exp/schema/validate"
+	"github.com/docketlog/docket/receipts"
 )
 
 // Default is the default policy that `docket init` installs as
@@ -49,10 +50,7 @@ func LoadDefault() (*Engine, error) {
 
 // File is one Cedar policy file: its name (used in error positions and in
 // the policy digest) and its exact bytes.
-type File struct {
-	Name string
-	Data []byte
-}
+type File = receipts.PolicyFile
 
 // Engine is a loaded, validated policy set. It is safe for concurrent use
 // by multiple goroutines; it is never modified after Load returns.
@@ -61,6 +59,7 @@ type Engine struct {
 	set       *cedar.PolicySet
 	ids       []string                // policy ids in file order
 	ask       map[cedar.PolicyID]bool // forbids annotated @on_deny("ask")
+	digest    string
 	validator *validate.Validator
 	actions   actionTable
 	extra     []string // actions referenced by policies but not in the base schema
@@ -87,7 +86,12 @@ func Load(files ...File) (*Engine, error) {
 	}
 	var all []entry
 	seen := make(map[cedar.PolicyID]string)
+	names := make(map[string]bool)
 	for _, f := range files {
+		if f.Name == "" || names[f.Name] {
+			return nil, fmt.Errorf("policy file name %q is empty or repeated", f.Name)
+		}
+		names[f.Name] = true
 		e.files = append(e.files, File{Name: f.Name, Data: slices.Clone(f.Data)})
 		list, err := cedar.NewPolicyListFromBytes(f.Name, f.Data)
 		if err != nil {
@@ -149,6 +153,9 @@ func Load(files ...File) (*Engine, error) {
 	if len(verrs) > 0 {
 		return nil, errors.Join(verrs...)
 	}
+	if e.digest, err = receipts.PolicyDigest(e.files); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -195,8 +202,15 @@ func (e *Engine) Files() []File {
 	return out
 }
 
+// Digest returns the acta-policy-digest-v1 digest of the loaded files
+// ("sha256:<hex>"), recorded in every decision receipt.
+func (e *Engine) Digest() string {
+	return e.digest
+}
+
 // Summary describes a loaded policy set, for `docket policy check`.
 type Summary struct {
+	Digest   string   `json:"policy_digest"`
 	Files    []string `json:"files"`
 	Policies []string `json:"policies"` // policy ids in file order
 	Permits  int      `json:"permits"`
@@ -209,7 +223,7 @@ type Summary struct {
 
 // Check summarizes the loaded policy set. Loading already validated it.
 func (e *Engine) Check() Summary {
-	s := Summary{Policies: slices.Clone(e.ids), UndeclaredActions: slices.Clone(e.extra)}
+	s := Summary{Digest: e.digest, Policies: slices.Clone(e.ids), UndeclaredActions: slices.Clone(e.extra)}
 	for _, f := range e.files {
 		s.Files = append(s.Files, f.Name)
 	}

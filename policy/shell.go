@@ -352,6 +352,11 @@ func (w *shellWalker) invoke(argv []arg, wrappers, pipeline []string) error {
 		return w.env(args, inner, pipeline)
 	case "xargs":
 		rest := skipOpts(args, "nLIdPsEae", []string{"--max-args", "--max-lines", "--replace", "--delimiter", "--max-procs", "--max-chars", "--eof", "--arg-file"})
+		if len(rest) == 0 {
+			return nil
+		}
+		// The command gets arguments from stdin: they are unknown.
+		rest = append(rest[:len(rest):len(rest)], arg{text: "$(stdin)"})
 		return w.invoke(rest, inner, pipeline)
 	case "timeout":
 		rest := skipOpts(args, "sk", []string{"--signal", "--kill-after"})
@@ -525,8 +530,20 @@ func (w *shellWalker) shell(args []arg, inner, pipeline []string) error {
 	return nil
 }
 
-// find handles -exec/-execdir/-ok/-okdir COMMAND ... ; or +.
+// find handles -exec/-execdir/-ok/-okdir COMMAND ... ; or +. The {}
+// placeholder is replaced by find's start paths, which contain every file
+// the command can be given.
 func (w *shellWalker) find(args []arg, inner, pipeline []string) error {
+	var starts []arg
+	for _, a := range args {
+		if strings.HasPrefix(a.text, "-") || a.text == "(" || a.text == "!" {
+			break
+		}
+		starts = append(starts, a)
+	}
+	if len(starts) == 0 {
+		starts = []arg{{text: ".", lit: true}}
+	}
 	for i := 0; i < len(args); i++ {
 		switch args[i].text {
 		case "-exec", "-execdir", "-ok", "-okdir":
@@ -534,7 +551,17 @@ func (w *shellWalker) find(args []arg, inner, pipeline []string) error {
 			for j < len(args) && args[j].text != ";" && args[j].text != "+" {
 				j++
 			}
-			if err := w.invoke(args[i+1:j], inner, pipeline); err != nil {
+			var argv []arg
+			for k, a := range args[i+1 : j] {
+				if k > 0 && strings.Contains(a.text, "{}") {
+					for _, s := range starts {
+						argv = append(argv, arg{text: strings.ReplaceAll(a.text, "{}", s.text), lit: a.lit && s.lit, glob: s.glob})
+					}
+					continue
+				}
+				argv = append(argv, a)
+			}
+			if err := w.invoke(argv, inner, pipeline); err != nil {
 				return err
 			}
 			i = j
