@@ -260,3 +260,27 @@ func TestPolicyDigestOrder(t *testing.T) {
 		t.Error("PolicyDigest(duplicate names) = nil error, want refusal")
 	}
 }
+
+// BenchmarkVerify measures verifying one Docket receipt: strict parse, JCS,
+// key lookup and one Ed25519 verification.
+func BenchmarkVerify(b *testing.B) {
+	key, _ := GenerateKey()
+	r := signChain(b, key, 1)[0]
+	opts := Options{Keys: PinnedKey(pub(key))}
+	for b.Loop() {
+		if Verify(r, opts).Outcome != Valid {
+			b.Fatal("not valid")
+		}
+	}
+}
+
+// BenchmarkSign measures signing one receipt.
+func BenchmarkSign(b *testing.B) {
+	key, _ := GenerateKey()
+	p := Payload{Type: TypeDecision, SessionID: "s", Sequence: 1, ToolName: "Bash", Decision: Allow}
+	for b.Loop() {
+		if _, err := Sign(key, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -40,6 +40,17 @@ func (o Outcome) String() string {
 // MarshalText encodes the outcome as its name.
 func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
+// UnmarshalText decodes an outcome's name.
+func (o *Outcome) UnmarshalText(b []byte) error {
+	for _, c := range []Outcome{Valid, Invalid, Undecidable} {
+		if string(b) == c.String() {
+			*o = c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown outcome %q", b)
+}
+
 // Causes name why a receipt is invalid or undecidable.
 const (
 	CauseMalformed        = "malformed"          // undecidable: not strict JSON

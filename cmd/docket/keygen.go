@@ -1,3 +1,122 @@
 package main
 
-func runKeygen(args []string) int { errorf("%v: docket keygen", errNotYet); return 2 }
+import (
+	"crypto/rand"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+
+	fnote "github.com/transparency-dev/formats/note"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/docketlog/docket/receipts"
+)
+
+const keygenUsage = `Usage:
+    docket keygen [-o FILE]
+    docket keygen -log ORIGIN [-o FILE]
+    docket keygen -witness NAME [-o FILE]
+
+Makes a new Ed25519 key.
+
+With no mode flag, an issuer key for signing receipts: the key file
+{"privateKey","publicKey","kid"} goes to FILE (mode 0600) or stdout, and its
+JWKS entry is printed on stdout for verifiers.
+
+With -log or -witness, a signed-note key (golang.org/x/mod/sumdb/note): the
+private key goes to FILE (mode 0600) or stdout, the verifier key to FILE.pub
+and stdout. A witness's verifier key is its cosignature/v1 key, the one to put
+in a tlog-policy "witness" line.
+
+Options:
+    -o FILE          write the private key to FILE (refuses to overwrite)
+    -log ORIGIN      make a log key whose name is the log's origin
+    -witness NAME    make a witness key
+
+Examples:
+    docket keygen -o issuer.key
+    docket keygen -log log.example.com/docket -o log.key
+    docket keygen -witness witness.example.org -o witness.key
+`
+
+func runKeygen(args []string) int {
+	fs := flag.NewFlagSet("keygen", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, keygenUsage) }
+	out := fs.String("o", "", "")
+	logName := fs.String("log", "", "")
+	witnessName := fs.String("witness", "", "")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		fs.Usage()
+		return 2
+	}
+	if *logName != "" && *witnessName != "" {
+		errorf("keygen: give -log or -witness, not both")
+		return 2
+	}
+	if *logName != "" || *witnessName != "" {
+		return noteKeygen(*logName, *witnessName, *out)
+	}
+	_, kf := receipts.GenerateKey()
+	if *out == "" {
+		j, _ := json.MarshalIndent(kf, "", "  ")
+		fmt.Printf("%s\n", j)
+		return 0
+	}
+	if err := receipts.WriteKeyFile(*out, kf); err != nil {
+		errorf("keygen: %v", err)
+		return 1
+	}
+	pub, _ := receipts.ParsePublicKeyHex(kf.PublicKey)
+	j, _ := json.MarshalIndent(map[string]any{"keys": []any{receipts.JWK(pub)}}, "", "  ")
+	fmt.Printf("%s\n", j)
+	fmt.Fprintf(os.Stderr, "docket: wrote issuer key %s to %s\n", kf.KID, *out)
+	return 0
+}
+
+func noteKeygen(logName, witnessName, out string) int {
+	name := logName + witnessName
+	skey, vkey, err := note.GenerateKey(rand.Reader, name)
+	if err != nil {
+		errorf("keygen: %v", err)
+		return 2
+	}
+	if witnessName != "" {
+		if vkey, err = fnote.VKeyToCosignatureV1(vkey); err != nil {
+			errorf("keygen: %v", err)
+			return 1
+		}
+	}
+	if out == "" {
+		fmt.Println(skey)
+		fmt.Println(vkey)
+		return 0
+	}
+	if err := writeNew(out, []byte(skey+"\n"), 0o600); err != nil {
+		errorf("keygen: %v", err)
+		return 1
+	}
+	if err := writeNew(out+".pub", []byte(vkey+"\n"), 0o644); err != nil {
+		errorf("keygen: %v", err)
+		return 1
+	}
+	fmt.Println(vkey)
+	return 0
+}
+
+// writeNew writes data to a file that must not exist yet, and syncs it.
+func writeNew(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
