@@ -1,7 +1,142 @@
 package main
 
-// runHook is built by the hook and policy work (issue 3).
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/docketlog/docket/client"
+	"github.com/docketlog/docket/hook"
+)
+
+// processStart is when the process started, as near as Go lets us see it;
+// hook_latency_ms is measured from it.
+var processStart = time.Now()
+
+const hookUsage = `Usage:
+    docket hook pre|post|post-failure|session-start|session-end [options] < event.json
+
+Runs as an agent hook: reads the agent's hook event (JSON) on stdin.
+
+    pre            decide the tool call with the Cedar policy and sign the
+                   decision into the session chain
+    post           sign the execution of an allowed call (PostToolUse)
+    post-failure   sign the execution of a call that failed (PostToolUseFailure)
+    session-start  sign the start of a session
+    session-end    sign the end of a session
+
+The project is $CLAUDE_PROJECT_DIR, else the current directory; its state
+is in .docket/ (see docket init).
+
+Options:
+    -agent NAME      the agent's hook protocol: claude (default), gemini, codex
+    -deadline D      pre: give up and block after D (default 10s)
+
+Exit codes:
+    0  pre: the call may run (or the user is asked); others: receipted
+    1  post and session hooks: the event could not be receipted and was
+       kept in .docket/spool (a warning); it is receipted by a later hook
+    2  pre: the call is denied, or the gate failed (fail closed)
+
+Environment:
+    DOCKET_HOOK_LOG  append one JSON log line per run to this file
+
+Examples:
+    echo '{"session_id":"s","tool_name":"Bash","tool_input":{"command":"ls"}}' | docket hook pre
+    docket hook pre -agent gemini < before-tool.json
+`
+
 func runHook(args []string) int {
-	errorf("%v: docket hook", errNotYet)
-	return 2
+	fs := flag.NewFlagSet("docket hook", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	agentName := fs.String("agent", "claude", "")
+	deadline := fs.Duration("deadline", hook.DefaultDeadline, "")
+	// Failing to understand our own arguments blocks a pre hook too.
+	fail := func(format string, a ...any) int {
+		errorf(format, a...)
+		if len(args) > 0 && args[0] != string(hook.Pre) {
+			return hook.ExitWarning
+		}
+		return hook.ExitBlock
+	}
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprint(os.Stdout, hookUsage)
+		return 0
+	}
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, hookUsage)
+		return hook.ExitBlock
+	}
+	kind, err := hook.ParseKind(args[0])
+	if err != nil {
+		return fail("%v", err)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return fail("hook %s: %v", kind, err)
+	}
+	if fs.NArg() > 0 {
+		return fail("hook %s: unexpected arguments %q", kind, fs.Args())
+	}
+	agent, err := hook.ParseAgent(*agentName)
+	if err != nil {
+		return fail("hook %s: %v", kind, err)
+	}
+	project, err := client.ProjectDir()
+	if err != nil {
+		return fail("hook %s: %v", kind, err)
+	}
+	home, _ := os.UserHomeDir()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts := hook.Options{
+		Store:     client.Open(project),
+		Agent:     agent,
+		Kind:      kind,
+		Home:      home,
+		Start:     processStart,
+		Deadline:  *deadline,
+		StartSync: startSync,
+	}
+	if path := os.Getenv("DOCKET_HOOK_LOG"); path != "" {
+		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			defer f.Close()
+			opts.Logger = slog.New(slog.NewJSONHandler(f, nil))
+		}
+	}
+	// DOCKET_TEST_FAULT injects the failures the fail-closed tests need
+	// into the real binary: "panic" panics in the pre hook, "hang" makes it
+	// outlive its deadline. Both can only block a call, never allow one.
+	switch os.Getenv("DOCKET_TEST_FAULT") {
+	case "panic":
+		opts.Fault = func(string) { panic("injected fault") }
+	case "hang":
+		opts.Fault = func(string) { time.Sleep(time.Hour) }
+	}
+	return hook.Run(ctx, opts, os.Stdin, os.Stdout, os.Stderr)
+}
+
+// startSync starts `docket sync` for the store, detached in its own session
+// with no terminal, and does not wait for it.
+func startSync(s *client.Store) {
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(exe, "sync")
+	cmd.Dir = s.Project
+	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+s.Project)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		warnf("starting docket sync: %v", err)
+		return
+	}
+	cmd.Process.Release()
 }

@@ -1,0 +1,438 @@
+// Package hook implements `docket hook`: the agent hooks that gate every
+// tool call with the Cedar policy and sign every decision and execution into
+// the session's receipt chain (DESIGN §1, §3.1, §5).
+//
+// It speaks the hook protocols of Claude Code (JSON on stdin; exit 2 with a
+// reason on stderr blocks; a hookSpecificOutput.permissionDecision "ask"
+// answer on stdout asks the user), Gemini CLI (BeforeTool, AfterTool,
+// SessionStart, SessionEnd; exit 2 blocks) and Codex (PreToolUse,
+// PostToolUse, SessionStart; exit 2 blocks), mapping the other agents' tool
+// names and inputs to Claude Code's before the policy sees them.
+//
+// These agents fail open: a hook that crashes, times out or exits 1 lets the
+// tool run. So the pre hook fails closed: every failure — empty, oversized or
+// malformed input, a missing or broken policy, a missing key, a receipt that
+// cannot be recorded, the internal deadline, a panic — ends in exit 2 with a
+// one-line reason on stderr. The post and session hooks cannot block: their
+// failures never exit 2; the event is kept in .docket/spool, a warning is
+// printed (exit 1), and the next successful hook receipts it.
+//
+// The hooks never wait on the network: receipts are appended to the local
+// store, and when a log is configured a detached `docket sync` submits them.
+package hook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/docketlog/docket/client"
+	"github.com/docketlog/docket/policy"
+	"github.com/docketlog/docket/receipts"
+)
+
+// DefaultDeadline bounds the pre hook. It must stay below the timeout the
+// agent is configured with (docket init writes 30 s), because an agent that
+// times a hook out lets the call run.
+const DefaultDeadline = 10 * time.Second
+
+// Exit codes of `docket hook`.
+const (
+	ExitOK      = 0 // pre: allowed (or the user is asked); others: receipted
+	ExitWarning = 1 // post, post-failure, session-*: event spooled, not yet receipted
+	ExitBlock   = 2 // pre: denied, or the gate failed (fail closed)
+)
+
+// Options configure one hook run.
+type Options struct {
+	// Store is the project's .docket store.
+	Store *client.Store
+	Agent Agent
+	Kind  Kind
+	// Home is the user's home directory, for "~" in policies.
+	Home string
+	// Start is when the hook process started; hook_latency_ms is measured
+	// from it. Zero means when Run was called.
+	Start time.Time
+	// Deadline bounds the pre hook; zero means DefaultDeadline.
+	Deadline time.Duration
+	// Logger receives at most one line per run, never tool arguments or
+	// keys. Nil discards.
+	Logger *slog.Logger
+	// StartSync, if set, is called after a post or session hook appended a
+	// receipt and a log is configured. It must return at once (start a
+	// detached `docket sync`), never wait on the network.
+	StartSync func(*client.Store)
+	// Fault, if set, is called at named points of the pre hook ("decide");
+	// tests use it to inject panics and delays.
+	Fault func(point string)
+}
+
+// Run runs one hook: it reads the agent's event from stdin, answers on
+// stdout and stderr as the agent's protocol wants, and returns the exit
+// code. For Pre, every failure returns ExitBlock.
+func Run(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr io.Writer) int {
+	if opts.Start.IsZero() {
+		opts.Start = time.Now()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Kind == Pre {
+		return runPre(ctx, opts, stdin, stdout, stderr)
+	}
+	return runRecord(opts, stdin, stderr)
+}
+
+// answer is what the pre hook tells the agent.
+type answer struct {
+	code   int
+	stdout []byte
+	msg    string // one line for stderr
+}
+
+func block(format string, args ...any) answer {
+	return answer{code: ExitBlock, msg: fmt.Sprintf(format, args...)}
+}
+
+// runPre is the fail-closed wrapper around pre: a deadline, a recovered
+// panic and every error become exit 2 with one line on stderr.
+func runPre(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr io.Writer) int {
+	deadline := opts.Deadline
+	if deadline <= 0 {
+		deadline = DefaultDeadline
+	}
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	done := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- block("gate error: internal error (panic: %.200v); the call is blocked", r)
+			}
+		}()
+		done <- pre(ctx, opts, stdin)
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-ctx.Done():
+		a = block("gate error: internal deadline of %v exceeded (%v); the call is blocked", deadline, context.Cause(ctx))
+	}
+	if len(a.stdout) > 0 {
+		if _, err := stdout.Write(a.stdout); err != nil {
+			a = block("gate error: writing the answer: %v", err)
+		}
+	}
+	if a.msg != "" {
+		fmt.Fprintf(stderr, "docket: %s\n", oneLine(a.msg))
+	}
+	return a.code
+}
+
+// pre decides one call, signs the decision into the chain and answers.
+func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
+	data, err := io.ReadAll(io.LimitReader(stdin, MaxInput+1))
+	if err != nil {
+		return block("gate error: reading hook input: %v; the call is blocked", err)
+	}
+	ev, err := ParseEvent(opts.Agent, Pre, data, opts.Store.Project)
+	if err != nil {
+		return block("gate error: %v; the call is blocked", err)
+	}
+	key, err := receipts.LoadPrivateKey(opts.Store.KeyPath())
+	if err != nil {
+		return block("gate error: issuer key: %v; the call is blocked (run docket init)", err)
+	}
+	var d policy.Decision
+	var digest string
+	eng, err := policy.LoadDir(opts.Store.PolicyDir())
+	if err != nil {
+		d = policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
+			Message: fmt.Sprintf("policy: %v (fix it, then run docket policy check)", err)}
+	} else {
+		digest = eng.Digest()
+		d = decide(ctx, eng, ev, opts)
+	}
+	if opts.Fault != nil {
+		opts.Fault("decide")
+	}
+	if err := ctx.Err(); err != nil {
+		return block("gate error: internal deadline exceeded; the call is blocked")
+	}
+
+	var remember *client.Pending
+	if d.Decision == policy.Allow || d.Decision == policy.RequireApproval {
+		remember = &client.Pending{Key: ev.CallKey(), Decision: d.Decision, ToolName: ev.ToolName, IssuedAt: time.Now().UnixMilli()}
+	}
+	head, err := opts.Store.Append(ev.SessionID, client.AppendOptions{Remember: remember}, func(l client.Link) ([]byte, error) {
+		latency := time.Since(opts.Start).Milliseconds()
+		return receipts.Sign(key, receipts.Payload{
+			Type:                receipts.TypeDecision,
+			SessionID:           ev.SessionID,
+			Sequence:            l.Sequence,
+			PreviousReceiptHash: l.Previous,
+			HookEvent:           Pre.HookEvent(),
+			Agent:               opts.Agent.ReceiptName(),
+			ToolName:            ev.ToolName,
+			ToolUseID:           ev.ToolUseID,
+			ToolInputHash:       ev.ToolInputHash,
+			Decision:            d.Decision,
+			Reason:              d.Reason,
+			PolicyDigest:        digest,
+			PolicyIDs:           d.PolicyIDs,
+			HookLatencyMs:       &latency,
+		})
+	})
+	if err != nil {
+		return block("gate error: recording the decision: %v; the call is blocked", err)
+	}
+	opts.Logger.Info("hook pre", "session", ev.SessionID, "sequence", head.Sequence, "tool", ev.ToolName,
+		"decision", d.Decision, "reason", d.Reason, "latency", time.Since(opts.Start))
+
+	switch d.Decision {
+	case policy.Allow:
+		// No output: an explicit "allow" would skip the agent's own permission checks.
+		return answer{code: ExitOK}
+	case policy.RequireApproval:
+		if opts.Agent == Claude {
+			return answer{code: ExitOK, stdout: askAnswer(d)}
+		}
+		return block("approval required but %s hooks cannot ask: %s", opts.Agent, d.Message)
+	}
+	return block("denied: %s [%s%s]", d.Message, d.Reason, idList(d.PolicyIDs))
+}
+
+// decide asks the policy about every call the event maps to. The strictest
+// answer wins (deny over require_approval over allow); its policy IDs are
+// those of every call that answered the same.
+func decide(ctx context.Context, eng *policy.Engine, ev *Event, opts Options) policy.Decision {
+	rank := func(d string) int {
+		switch d {
+		case policy.Allow:
+			return 0
+		case policy.RequireApproval:
+			return 1
+		}
+		return 2
+	}
+	out := policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError, Message: "the call maps to no request"}
+	var ids []string
+	for i, c := range ev.Calls {
+		c.ProjectDir, c.Home = opts.Store.Project, opts.Home
+		d := eng.Decide(ctx, c)
+		if rank(d.Decision) == 2 {
+			d.Decision = policy.Deny
+		}
+		switch {
+		case i == 0 || rank(d.Decision) > rank(out.Decision):
+			out, ids = d, slices.Clone(d.PolicyIDs)
+		case rank(d.Decision) == rank(out.Decision):
+			ids = append(ids, d.PolicyIDs...)
+		}
+	}
+	slices.Sort(ids)
+	out.PolicyIDs = slices.Compact(ids)
+	return out
+}
+
+// askAnswer is Claude Code's PreToolUse answer that asks the user.
+func askAnswer(d policy.Decision) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"hookSpecificOutput": map[string]any{
+			"hookEventName":            "PreToolUse",
+			"permissionDecision":       "ask",
+			"permissionDecisionReason": "docket: " + oneLine(d.Message),
+		},
+	})
+	return append(b, '\n')
+}
+
+func idList(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(ids, ", ")
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// runRecord runs a hook that cannot block (post, post-failure, session-*):
+// it receipts the event, or spools it and warns.
+func runRecord(opts Options, stdin io.Reader, stderr io.Writer) int {
+	data, err := io.ReadAll(io.LimitReader(stdin, MaxInput+1))
+	if err == nil {
+		err = record(opts, data)
+	}
+	if err != nil {
+		name, serr := spool(opts.Store, opts.Agent, opts.Kind, data)
+		if serr != nil {
+			fmt.Fprintf(stderr, "docket: warning: %s event not receipted (%v) and could not be spooled: %v\n", opts.Kind, oneLine(err.Error()), serr)
+		} else {
+			fmt.Fprintf(stderr, "docket: warning: %s event not receipted (%v); kept in %s\n", opts.Kind, oneLine(err.Error()), name)
+		}
+		opts.Logger.Warn("hook event spooled", "hook", string(opts.Kind), "err", err)
+		return ExitWarning
+	}
+	if n, err := drainSpool(opts); err != nil {
+		fmt.Fprintf(stderr, "docket: warning: spooled events: %v\n", oneLine(err.Error()))
+	} else if n > 0 {
+		opts.Logger.Info("spooled events receipted", "count", n)
+	}
+	if opts.StartSync != nil {
+		if cfg, err := opts.Store.LoadConfig(); err != nil {
+			fmt.Fprintf(stderr, "docket: warning: %v\n", oneLine(err.Error()))
+		} else if cfg.HasLog() {
+			opts.StartSync(opts.Store)
+		}
+	}
+	return ExitOK
+}
+
+// record signs the execution or lifecycle receipt of one event.
+func record(opts Options, data []byte) error {
+	ev, err := ParseEvent(opts.Agent, opts.Kind, data, opts.Store.Project)
+	if err != nil {
+		return err
+	}
+	key, err := receipts.LoadPrivateKey(opts.Store.KeyPath())
+	if err != nil {
+		return fmt.Errorf("issuer key: %w", err)
+	}
+	var aopts client.AppendOptions
+	if opts.Kind == Post || opts.Kind == PostFailure {
+		aopts.Executes = ev.CallKey()
+	}
+	var unlinked bool
+	head, err := opts.Store.Append(ev.SessionID, aopts, func(l client.Link) ([]byte, error) {
+		p := receipts.Payload{
+			SessionID:           ev.SessionID,
+			Sequence:            l.Sequence,
+			PreviousReceiptHash: l.Previous,
+			HookEvent:           opts.Kind.HookEvent(),
+			Agent:               opts.Agent.ReceiptName(),
+		}
+		switch opts.Kind {
+		case SessionStart, SessionEnd:
+			p.Type = receipts.TypeLifecycle
+			p.LifecycleEvent = strings.ReplaceAll(string(opts.Kind), "-", "_")
+		default:
+			p.Type = receipts.TypeDecision
+			p.ToolName, p.ToolUseID = ev.ToolName, ev.ToolUseID
+			p.ToolInputHash, p.ToolOutputHash = ev.ToolInputHash, ev.ToolOutputHash
+			p.Reason = "executed"
+			if opts.Kind == PostFailure {
+				p.Reason = "execution_failed"
+			}
+			if d := l.Decision; d != nil {
+				p.Decision, p.DecisionReceiptHash = d.Decision, d.Hash
+				if d.IssuedAt > 0 {
+					dur := max(0, time.Now().UnixMilli()-d.IssuedAt)
+					p.ToolDurationMs = &dur
+				}
+			} else {
+				// The tool ran without a decision of the gate in this chain:
+				// record that, do not invent a link.
+				p.Reason, unlinked = "unlinked_execution", true
+			}
+		}
+		latency := time.Since(opts.Start).Milliseconds()
+		p.HookLatencyMs = &latency
+		return receipts.Sign(key, p)
+	})
+	if err != nil {
+		return err
+	}
+	if unlinked {
+		opts.Logger.Warn("execution without a decision", "session", ev.SessionID, "sequence", head.Sequence, "tool", ev.ToolName)
+	}
+	opts.Logger.Info("hook "+string(opts.Kind), "session", ev.SessionID, "sequence", head.Sequence)
+	return nil
+}
+
+// spool keeps an event that could not be receipted in .docket/spool, named
+// so that events drain in arrival order with their agent and hook kind.
+func spool(s *client.Store, agent Agent, kind Kind, data []byte) (string, error) {
+	if err := os.MkdirAll(s.SpoolDir(), 0o700); err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("%020d-%d.%s.%s.json", time.Now().UnixNano(), os.Getpid(), agent, kind)
+	path := filepath.Join(s.SpoolDir(), name)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return "", err
+	}
+	return filepath.Join(client.DirName, client.SpoolDir, name), nil
+}
+
+// maxDrain bounds the spooled events one hook run receipts.
+const maxDrain = 32
+
+// drainSpool receipts spooled events, oldest first, removing each one that
+// is receipted. An event that can never be receipted (bad input) is renamed
+// *.rejected and left for a human. It stops at the first other failure.
+func drainSpool(opts Options) (int, error) {
+	ents, err := os.ReadDir(opts.Store.SpoolDir())
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		if n == maxDrain {
+			break
+		}
+		parts := strings.Split(e.Name(), ".")
+		if len(parts) != 4 || parts[3] != "json" {
+			continue
+		}
+		agent, aerr := ParseAgent(parts[1])
+		kind, kerr := ParseKind(parts[2])
+		if aerr != nil || kerr != nil || kind == Pre {
+			continue
+		}
+		path := filepath.Join(opts.Store.SpoolDir(), e.Name())
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return n, err
+		}
+		o := opts
+		o.Agent, o.Kind = agent, kind
+		if err := record(o, data); err != nil {
+			var ie *InputError
+			if errors.As(err, &ie) {
+				os.Rename(path, strings.TrimSuffix(path, ".json")+".rejected")
+				continue
+			}
+			return n, err
+		}
+		if err := os.Remove(path); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
