@@ -1,0 +1,130 @@
+// Package e2e runs the shipped binaries end to end: testscript scenarios in
+// ../testdata/script/*.txtar drive docket, docket-log and docket-witness as
+// real processes on loopback ports.
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// binDir holds the binaries built once for every scenario.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "docket-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../cmd/docket", "../cmd/docket-log", "../cmd/docket-witness")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building binaries:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestScripts(t *testing.T) {
+	vectors, err := filepath.Abs("../testdata/vectors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "../testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+			env.Setenv("VECTORS", vectors)
+			// Free loopback ports for the servers a scenario starts.
+			for _, name := range []string{"LOG_PORT", "W1_PORT", "W2_PORT", "W3_PORT"} {
+				port, err := freePort()
+				if err != nil {
+					return err
+				}
+				env.Setenv(name, strconv.Itoa(port))
+			}
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfor": cmdWaitfor,
+			"exits":   cmdExits,
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "short" {
+				return testing.Short(), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
+	})
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// cmdWaitfor waits until a server answers HTTP at URL: `waitfor URL`.
+// It gives up after 60 seconds, which only a broken server reaches.
+func cmdWaitfor(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfor URL")
+	}
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := client.Get(args[0])
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitfor %s: %v", args[0], err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// cmdExits runs a program and checks its exact exit status:
+// `exits N prog args...`. Its stdout and stderr are kept for the stdout and
+// stderr commands, as exec's are.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits N prog [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: bad status %q", args[0])
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		got = exit.ExitCode()
+	case err != nil:
+		ts.Fatalf("exits: %v", err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", strings.Join(args[1:], " "), got, want)
+	}
+}
