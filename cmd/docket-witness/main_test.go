@@ -1,0 +1,364 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	fnote "github.com/transparency-dev/formats/note"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/merkle/testonly"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// binary is the docket-witness binary built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "docket-witness-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "docket-witness")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building docket-witness: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testLog is a log with a real Merkle tree and a real Ed25519 key.
+type testLog struct {
+	origin string
+	vkey   string
+	signer note.Signer
+	tree   *testonly.Tree
+}
+
+func newTestLog(t *testing.T, origin string) *testLog {
+	t.Helper()
+	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testLog{origin: origin, vkey: vkey, signer: s, tree: testonly.New(rfc6962.DefaultHasher)}
+}
+
+// request returns an add-checkpoint body from old to size and the checkpoint.
+func (l *testLog) request(t *testing.T, old, size uint64) (body, checkpoint []byte) {
+	t.Helper()
+	for l.tree.Size() < size {
+		l.tree.AppendData([]byte(fmt.Sprintf("leaf %d", l.tree.Size())))
+	}
+	text := fmt.Sprintf("%s\n%d\n%s\n", l.origin, size, base64.StdEncoding.EncodeToString(l.tree.HashAt(size)))
+	cp, err := note.Sign(&note.Note{Text: text}, l.signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "old %d\n", old)
+	if old > 0 {
+		proof, err := l.tree.ConsistencyProof(old, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range proof {
+			fmt.Fprintf(&b, "%s\n", base64.StdEncoding.EncodeToString(h))
+		}
+	}
+	fmt.Fprintf(&b, "\n%s", cp)
+	return b.Bytes(), cp
+}
+
+// server is a running docket-witness process.
+type server struct {
+	cmd    *exec.Cmd
+	url    string
+	vkey   string
+	stderr chan string // lines
+}
+
+func start(t *testing.T, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, stderr: make(chan string, 1000)}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			t.Logf("docket-witness: %s", sc.Text())
+			select {
+			case s.stderr <- sc.Text():
+			default:
+			}
+		}
+		close(s.stderr)
+	}()
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), " ")
+		switch k {
+		case "vkey":
+			s.vkey = v
+		case "listen":
+			s.url = "http://" + v
+		}
+		if s.url != "" {
+			break
+		}
+	}
+	if s.vkey == "" || s.url == "" {
+		cmd.Wait()
+		t.Fatalf("docket-witness %v: no vkey and listen lines on stdout (exit %v)", args, cmd.ProcessState)
+	}
+	go io.Copy(io.Discard, stdout)
+	return s
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (s *server) stop(t *testing.T) int {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Wait()
+	return s.cmd.ProcessState.ExitCode()
+}
+
+// waitLog waits for a stderr line containing substr.
+func (s *server) waitLog(t *testing.T, substr string) {
+	t.Helper()
+	for line := range s.stderr {
+		if strings.Contains(line, substr) {
+			return
+		}
+	}
+	t.Fatalf("docket-witness exited without logging %q", substr)
+}
+
+func (s *server) post(t *testing.T, body []byte) (int, string) {
+	t.Helper()
+	resp, err := http.Post(s.url+"/add-checkpoint", "text/plain", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (s *server) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(s.url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func writeFile(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setup writes a witness key, a log list with l and returns the flags.
+func setup(t *testing.T, logs ...*testLog) (args []string, witnessVKey, logsFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	skey, vkey, err := note.GenerateKey(rand.Reader, "witness.example/w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	witnessVKey, err = fnote.VKeyToCosignatureV1(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "witness.key")
+	writeFile(t, keyFile, skey+"\n", 0o600)
+	logsFile = filepath.Join(dir, "logs.policy")
+	var policy strings.Builder
+	for _, l := range logs {
+		fmt.Fprintf(&policy, "log %s https://%s/\n", l.vkey, l.origin)
+	}
+	writeFile(t, logsFile, policy.String(), 0o644)
+	return []string{"-listen", "127.0.0.1:0", "-key", keyFile, "-db", filepath.Join(dir, "witness.db"), "-logs", logsFile}, witnessVKey, logsFile
+}
+
+func verifyCosignature(t *testing.T, vkey string, checkpoint []byte, cosig string) {
+	t.Helper()
+	v, err := fnote.NewVerifierForCosignatureV1(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := note.Open(append(bytes.Clone(checkpoint), cosig...), note.VerifierList(v))
+	if err != nil || len(n.Sigs) != 1 {
+		t.Fatalf("note.Open(checkpoint + %q) = %v, want one valid cosignature", cosig, err)
+	}
+}
+
+func TestEndToEnd(t *testing.T) {
+	l := newTestLog(t, "example.com/e2e")
+	args, wantVKey, logsFile := setup(t, l)
+
+	s := start(t, args...)
+	if s.vkey != wantVKey {
+		t.Fatalf("vkey = %q, want %q (formats/note.VKeyToCosignatureV1 of the key's vkey)", s.vkey, wantVKey)
+	}
+	body, cp := l.request(t, 0, 5)
+	status, cosig := s.post(t, body)
+	if status != http.StatusOK {
+		t.Fatalf("Add(old 0, size 5) = %d %q, want 200", status, cosig)
+	}
+	verifyCosignature(t, s.vkey, cp, cosig)
+	body, cp = l.request(t, 5, 9)
+	if status, cosig = s.post(t, body); status != http.StatusOK {
+		t.Fatalf("Add(old 5, size 9) = %d %q, want 200", status, cosig)
+	}
+	verifyCosignature(t, s.vkey, cp, cosig)
+	if status, _ := s.get(t, "/health"); status != http.StatusOK {
+		t.Errorf("GET /health = %d, want 200", status)
+	}
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
+	}
+
+	// Restart: the state is kept.
+	s = start(t, args...)
+	if status, body := s.get(t, "/"+logID(l.origin)+"/checkpoint"); status != http.StatusOK || !strings.Contains(body, "\n9\n") {
+		t.Fatalf("GET checkpoint after restart = %d %q, want 200 with size 9", status, body)
+	}
+	body, _ = l.request(t, 5, 12)
+	if status, got := s.post(t, body); status != http.StatusConflict || got != "9\n" {
+		t.Fatalf("Add(old 5) after restart = %d %q, want 409 \"9\\n\"", status, got)
+	}
+	body, cp = l.request(t, 9, 12)
+	if status, cosig = s.post(t, body); status != http.StatusOK {
+		t.Fatalf("Add(old 9, size 12) after restart = %d %q, want 200", status, cosig)
+	}
+	verifyCosignature(t, s.vkey, cp, cosig)
+
+	// A fork is refused and kept as evidence.
+	fork := newTestLog(t, l.origin)
+	fork.signer = l.signer
+	fork.tree.AppendData([]byte("something else"))
+	body, _ = fork.request(t, 12, 12)
+	if status, got := s.post(t, body); status != http.StatusUnprocessableEntity {
+		t.Fatalf("Add(fork) = %d %q, want 422", status, got)
+	}
+	if status, got := s.get(t, "/evidence"); status != http.StatusOK || !strings.Contains(got, `"kind":"fork"`) {
+		t.Errorf("GET /evidence = %d %q, want the fork", status, got)
+	}
+
+	// The log list is reloaded on SIGHUP.
+	l2 := newTestLog(t, "example.com/second")
+	body, _ = l2.request(t, 0, 3)
+	if status, _ := s.post(t, body); status != http.StatusNotFound {
+		t.Fatalf("Add(unlisted log) = %d, want 404", status)
+	}
+	writeFile(t, logsFile, fmt.Sprintf("log %s\nlog %s\n", l.vkey, l2.vkey), 0o644)
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	s.waitLog(t, "reloaded log list")
+	if status, got := s.post(t, body); status != http.StatusOK {
+		t.Fatalf("Add(listed log) after SIGHUP = %d %q, want 200", status, got)
+	}
+	if code := s.stop(t); code != 0 {
+		t.Errorf("exit code after SIGTERM = %d, want 0", code)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	l := newTestLog(t, "example.com/cfg")
+	args, _, _ := setup(t, l)
+	keyFile, dbFile, logsFile := args[3], args[5], args[7]
+	dir := t.TempDir()
+	readable := filepath.Join(dir, "readable.key")
+	key, _ := os.ReadFile(keyFile)
+	writeFile(t, readable, string(key), 0o644)
+	badLogs := filepath.Join(dir, "bad.policy")
+	writeFile(t, badLogs, "log not-a-key\n", 0o644)
+	notKey := filepath.Join(dir, "vkey.key")
+	writeFile(t, notKey, l.vkey+"\n", 0o600)
+
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"help", []string{"-h"}, 0, ""},
+		{"no flags", nil, 2, "-key, -db and -logs are required"},
+		{"unknown flag", []string{"-nope"}, 2, "flag provided but not defined"},
+		{"extra argument", append(args[2:], "extra"), 2, "unexpected argument"},
+		{"group-readable key", []string{"-key", readable, "-db", dbFile, "-logs", logsFile}, 2, "must not be readable by group or others"},
+		{"missing key", []string{"-key", filepath.Join(dir, "none"), "-db", dbFile, "-logs", logsFile}, 2, "reading key"},
+		{"not a private key", []string{"-key", notKey, "-db", dbFile, "-logs", logsFile}, 2, "malformed"},
+		{"bad log list", []string{"-key", keyFile, "-db", dbFile, "-logs", badLogs}, 2, "log list"},
+		{"negative rate", []string{"-key", keyFile, "-db", dbFile, "-logs", logsFile, "-rate", "-1"}, 2, "-rate"},
+		{"bad listen address", []string{"-listen", "256.0.0.1:bad", "-key", keyFile, "-db", dbFile, "-logs", logsFile}, 1, "docket-witness: error:"},
+		{"bad database", []string{"-key", keyFile, "-db", dir, "-logs", logsFile}, 1, "docket-witness: error:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(binary, tt.args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			cmd.Run()
+			if code := cmd.ProcessState.ExitCode(); code != tt.wantCode {
+				t.Errorf("docket-witness %v exit code = %d, want %d; stderr:\n%s", tt.args, code, tt.wantCode, stderr.String())
+			}
+			if tt.wantErr == "" {
+				return
+			}
+			if !strings.Contains(stderr.String(), "docket-witness: error: ") || !strings.Contains(stderr.String(), tt.wantErr) {
+				t.Errorf("docket-witness %v stderr = %q, want an error containing %q", tt.args, stderr.String(), tt.wantErr)
+			}
+		})
+	}
+}
+
+func logID(origin string) string {
+	h := sha256.Sum256([]byte(origin))
+	return fmt.Sprintf("%x", h)
+}
