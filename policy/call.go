@@ -40,6 +40,7 @@ var reservedActions = map[string]bool{
 // callEnv is the per-call state: paths, and the entities built for the
 // call's requests. It is the EntityGetter for evaluation.
 type callEnv struct {
+	resolved              bool // realHome and realProject are set
 	e                     *Engine
 	cwd, home, project    string
 	realHome, realProject string
@@ -95,12 +96,6 @@ func newCallEnv(e *Engine, c Call) (*callEnv, error) {
 	}
 	if x.project == "" {
 		x.project = x.cwd
-	}
-	if x.project != "" {
-		x.realProject = realPath(x.project)
-	}
-	if x.home != "" {
-		x.realHome = realPath(x.home)
 	}
 	return x, nil
 }

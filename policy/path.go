@@ -115,6 +115,15 @@ func (x *callEnv) fileEntity(p string) (types.EntityUID, error) {
 	if _, ok := x.ents[uid]; ok {
 		return uid, nil
 	}
+	if !x.resolved {
+		x.resolved = true
+		if x.project != "" {
+			x.realProject = realPath(x.project)
+		}
+		if x.home != "" {
+			x.realHome = realPath(x.home)
+		}
+	}
 	real := realPath(abs)
 	var parents []types.EntityUID
 	seen := make(map[types.EntityUID]bool)

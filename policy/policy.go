@@ -73,6 +73,22 @@ var parseErrRE = regexp.MustCompile(`parse error at <input>:(\d+):(\d+)\s*(.*)`)
 // the schema does not declare are treated as tools (verbatim MCP names are
 // placed under Mcp and their server group).
 func Load(files ...File) (*Engine, error) {
+	return Options{}.Load(files...)
+}
+
+// Options adjusts how policies are loaded.
+type Options struct {
+	// ValidatedDigest is the acta-policy-digest-v1 digest of a policy set
+	// already validated against the schema, for example by `docket policy
+	// check` when it was installed. When it equals the digest of the files
+	// being loaded, the (comparatively slow) schema validation of policies
+	// is skipped; parsing, @id checks and per-request validation still run,
+	// and evaluation errors still deny.
+	ValidatedDigest string
+}
+
+// Load is like the package-level [Load] with options.
+func (o Options) Load(files ...File) (*Engine, error) {
 	if len(files) == 0 {
 		return nil, errors.New("no policy files")
 	}
@@ -140,9 +156,15 @@ func Load(files ...File) (*Engine, error) {
 	e.validator = sch.validator
 	e.actions = sch.actions
 	e.extra = sch.extra
+	if e.digest, err = receipts.PolicyDigest(e.files); err != nil {
+		return nil, err
+	}
+	skip := o.ValidatedDigest != "" && o.ValidatedDigest == e.digest
 	var verrs []error
 	for _, en := range all {
-		if err := e.validator.Policy(string(en.id), policyAST(en.pol)); err != nil {
+		if skip {
+			// Validated when the digest was recorded.
+		} else if err := e.validator.Policy(string(en.id), policyAST(en.pol)); err != nil {
 			pos := en.pol.Position()
 			verrs = append(verrs, fmt.Errorf("%s:%d:%d: policy %q does not match the agent schema: %v",
 				pos.Filename, pos.Line, pos.Column, en.id, oneLine(err.Error())))
@@ -152,9 +174,6 @@ func Load(files ...File) (*Engine, error) {
 	}
 	if len(verrs) > 0 {
 		return nil, errors.Join(verrs...)
-	}
-	if e.digest, err = receipts.PolicyDigest(e.files); err != nil {
-		return nil, err
 	}
 	return e, nil
 }

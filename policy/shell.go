@@ -11,6 +11,9 @@ import (
 // maxShellDepth bounds nested `bash -c`, `eval`, `env -S` and `watch` strings.
 const maxShellDepth = 8
 
+// maxCommandLen bounds the command line analyzed.
+const maxCommandLen = 64 << 10
+
 // maxShellCommands bounds the simple commands taken from one command line.
 const maxShellCommands = 512
 
@@ -55,6 +58,7 @@ type shellWalker struct {
 	home  string
 	cwd   string
 	depth int
+	names map[*syntax.CallExpr][]string // program names per call, for pipeline context
 }
 
 // AnalyzeShell parses a bash command line and returns every simple command
@@ -63,7 +67,10 @@ type shellWalker struct {
 // home and cwd substitute $HOME and $PWD. Parse errors and program names
 // that are not literals are errors.
 func AnalyzeShell(src, home, cwd string) (*ShellAnalysis, error) {
-	w := &shellWalker{home: home, cwd: cwd}
+	if len(src) > maxCommandLen {
+		return nil, &ShellError{"parse_error", fmt.Sprintf("command line longer than %d bytes", maxCommandLen)}
+	}
+	w := &shellWalker{home: home, cwd: cwd, names: make(map[*syntax.CallExpr][]string)}
 	if err := w.parse(src, nil, nil); err != nil {
 		return nil, err
 	}
@@ -82,17 +89,23 @@ func (w *shellWalker) parse(src string, wrappers, pipeline []string) (err error)
 		return &ShellError{"parse_error", "cannot parse shell command: " + oneLine(perr.Error())}
 	}
 	pipes := make(map[*syntax.CallExpr][]string)
+	donePipes := make(map[*syntax.BinaryCmd]bool)
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if err != nil {
 			return false
 		}
 		switch n := n.(type) {
 		case *syntax.BinaryCmd:
-			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !donePipes[n] {
+				// Every command under the outermost pipe sees every
+				// program in it (an over-approximation for nested ones).
 				names := w.namesIn(n)
 				syntax.Walk(n, func(m syntax.Node) bool {
-					if c, ok := m.(*syntax.CallExpr); ok {
-						pipes[c] = appendUniq(pipes[c], names...)
+					switch m := m.(type) {
+					case *syntax.CallExpr:
+						pipes[m] = appendUniq(pipes[m], names...)
+					case *syntax.BinaryCmd:
+						donePipes[m] = true
 					}
 					return true
 				})
@@ -116,12 +129,16 @@ func (w *shellWalker) namesIn(n syntax.Node) []string {
 		if !ok || len(c.Args) == 0 {
 			return true
 		}
-		sub := &shellWalker{home: w.home, cwd: w.cwd, depth: w.depth}
-		argv := w.words(c.Args)
-		_ = sub.invoke(argv, nil, nil)
-		for _, cmd := range sub.res.Commands {
-			names = appendUniq(names, cmd.Name)
+		cached, ok := w.names[c]
+		if !ok {
+			sub := &shellWalker{home: w.home, cwd: w.cwd, depth: w.depth, names: w.names}
+			_ = sub.invoke(w.words(c.Args), nil, nil)
+			for _, cmd := range sub.res.Commands {
+				cached = appendUniq(cached, cmd.Name)
+			}
+			w.names[c] = cached
 		}
+		names = appendUniq(names, cached...)
 		return true
 	})
 	return names

@@ -74,6 +74,9 @@ func ParseURL(raw string) (*ParsedURL, error) {
 		p.Port = 80
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
+		if a.Zone() != "" {
+			return nil, fmt.Errorf("invalid url host %q", host)
+		}
 		p.IsIP = true
 		p.Host = a.String()
 		p.Chain = []string{p.Host}

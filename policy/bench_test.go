@@ -1,0 +1,78 @@
+package policy
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func benchDecide(b *testing.B, tool, input string) {
+	f := newFixture(b)
+	e := defaultEngine(b)
+	c := f.call(tool, input)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if d := e.Decide(b.Context(), c); d.Decision == "" {
+			b.Fatal("no decision")
+		}
+	}
+}
+
+// BenchmarkDecideBash decides a typical Bash call (3 simple commands, one
+// redirection) against the default policy (23 policies).
+func BenchmarkDecideBash(b *testing.B) {
+	benchDecide(b, "Bash", bashInput("git status && go test ./... 2>&1 | tail -20 > test.log"))
+}
+
+// BenchmarkDecideBashSimple decides `ls -la`.
+func BenchmarkDecideBashSimple(b *testing.B) {
+	benchDecide(b, "Bash", bashInput("ls -la"))
+}
+
+// BenchmarkDecideBashBypass decides a denied wrapper chain.
+func BenchmarkDecideBashBypass(b *testing.B) {
+	benchDecide(b, "Bash", bashInput(`sudo env X=1 bash -c "ls | xargs rm -rf /"`))
+}
+
+func BenchmarkDecideRead(b *testing.B) {
+	benchDecide(b, "Read", `{"file_path":"src/main.go"}`)
+}
+
+func BenchmarkDecideWebFetch(b *testing.B) {
+	benchDecide(b, "WebFetch", `{"url":"https://api.github.com/repos/x/y","prompt":"p"}`)
+}
+
+// BenchmarkLoadDefault loads and validates the default policy file, as
+// every `docket hook pre` process does.
+func BenchmarkLoadDefault(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := LoadDefault(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAnalyzeShell(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := AnalyzeShell("git status && go test ./... 2>&1 | tail -20 > test.log", "/h", "/p"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+var _ = json.Marshal
+
+// BenchmarkLoadDefaultValidated loads the default policy whose digest was
+// validated before, as the hook does.
+func BenchmarkLoadDefaultValidated(b *testing.B) {
+	e := defaultEngine(b)
+	opts := Options{ValidatedDigest: e.Digest()}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := opts.Load(File{Name: DefaultName, Data: Default}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// Fuzz targets: seeds live in testdata/fuzz and run in plain `go test`.
+
+const (
+	fuzzHome = "/nonexistent-docket-fuzz/home"
+	fuzzProj = "/nonexistent-docket-fuzz/home/proj"
+)
+
+func FuzzDecideBash(f *testing.F) {
+	for _, s := range []string{
+		"ls -la", "ls; rm -rf /", "echo $(rm -rf /)", "r''m -rf /", "bash -c 'rm -rf /'",
+		"ls | xargs rm -rf /", "git status > ~/.bashrc", "curl x | sh", "$X -rf /",
+		"find / -exec rm {} ;", "env -S 'a b'", "f() { g; }; f", "cat <<EOF\n$(x)\nEOF",
+		"a=1 b=$(c) d", "echo {a,b}", "x >& y", "coproc sleep 1", "[[ $(a) ]]", "let x=$(b)",
+	} {
+		f.Add(s)
+	}
+	e, err := LoadDefault()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		c := Call{ToolName: "Bash", Cwd: fuzzProj, Home: fuzzHome}
+		c.ToolInput, _ = json.Marshal(map[string]string{"command": cmd})
+		// JSON replaces invalid UTF-8: analyze what Decide will see.
+		var in struct{ Command string }
+		if err := json.Unmarshal(c.ToolInput, &in); err != nil {
+			t.Fatal(err)
+		}
+		cmd = in.Command
+		// The analysis must not panic (Decide would hide it behind recover).
+		sh, shErr := AnalyzeShell(cmd, fuzzHome, fuzzProj)
+		x, err := newCallEnv(e, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, buildErr := x.build(c)
+
+		d := e.Decide(context.Background(), c)
+		switch d.Decision {
+		case Allow, Deny, RequireApproval:
+		default:
+			t.Fatalf("Decide(%q) = %q, not a decision", cmd, d.Decision)
+		}
+		if strings.HasPrefix(d.Message, "internal error") {
+			t.Fatalf("Decide(%q) panicked: %s", cmd, d.Message)
+		}
+		if (shErr != nil || buildErr != nil) && d.Decision != Deny {
+			t.Fatalf("Decide(%q) = %s, want deny after error %v %v", cmd, d.Decision, shErr, buildErr)
+		}
+		if d.Decision == Allow {
+			if shErr != nil || len(d.Requests) < 1+len(sh.Commands) {
+				t.Fatalf("Decide(%q) = allow with %d requests for %d commands", cmd, len(d.Requests), len(sh.Commands))
+			}
+			for _, r := range d.Requests {
+				if r.Decision != Allow || len(r.Errors) > 0 {
+					t.Fatalf("Decide(%q) = allow but request %s on %s = %s %v", cmd, r.Action, r.Resource, r.Decision, r.Errors)
+				}
+			}
+		}
+	})
+}
+
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []string{
+		"https://go.dev/doc", "https://github.com@evil.example", "http://[::1]:80/", "https://a.b.c./x?y#z",
+		"file:///etc/passwd", `https://a\@b`, "https://%65vil.example/", "HTTPS://GITHUB.COM", "http://0x7f.1/",
+		"https://exa_mple.com:443", "//github.com/x",
+	} {
+		f.Add(s)
+	}
+	e, err := LoadDefault()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		p, err := ParseURL(raw)
+		c := Call{ToolName: "WebFetch", Cwd: fuzzProj, Home: fuzzHome}
+		c.ToolInput, _ = json.Marshal(map[string]string{"url": raw, "prompt": "p"})
+		d := e.Decide(context.Background(), c)
+		if err != nil {
+			if d.Decision != Deny {
+				t.Fatalf("Decide(WebFetch %q) = %s, want deny after %v", raw, d.Decision, err)
+			}
+			return
+		}
+		if p.Host == "" || strings.ContainsAny(p.Host, "@/\\ ") || (p.Scheme != "http" && p.Scheme != "https") {
+			t.Fatalf("ParseURL(%q) = %+v, bad host or scheme", raw, p)
+		}
+		if len(p.Chain) == 0 || p.Chain[0] != p.Host {
+			t.Fatalf("ParseURL(%q) chain %v does not start with host %q", raw, p.Chain, p.Host)
+		}
+		// The normalized URL parses to the same host: what the gate checked
+		// is what a client would connect to.
+		q, err := ParseURL(p.URL)
+		if err != nil || q.Host != p.Host || q.URL != p.URL {
+			t.Fatalf("ParseURL(%q) = %q, reparsed %+v, %v", raw, p.URL, q, err)
+		}
+		if d.Decision == Allow && p.Scheme != "https" {
+			t.Fatalf("Decide(WebFetch %q) = allow over %s", raw, p.Scheme)
+		}
+	})
+}
