@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -137,7 +138,7 @@ func inputErrorf(format string, args ...any) error {
 // tool events without a session, tool name or tool_input object. Relative
 // or missing cwd is resolved against dir.
 func ParseEvent(agent Agent, kind Kind, data []byte, dir string) (*Event, error) {
-	if len(data) == 0 {
+	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, inputErrorf("empty hook input on stdin")
 	}
 	if len(data) > MaxInput {

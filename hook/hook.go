@@ -140,6 +140,22 @@ func runPre(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr i
 
 // pre decides one call, signs the decision into the chain and answers.
 func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
+	// Loading the policy is the slowest step: overlap it with reading and
+	// parsing the event and loading the key.
+	type loaded struct {
+		eng *policy.Engine
+		err error
+	}
+	policyc := make(chan loaded, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				policyc <- loaded{err: fmt.Errorf("panic loading policy: %.200v", r)}
+			}
+		}()
+		eng, err := policy.LoadDir(opts.Store.PolicyDir())
+		policyc <- loaded{eng, err}
+	}()
 	data, err := io.ReadAll(io.LimitReader(stdin, MaxInput+1))
 	if err != nil {
 		return block("gate error: reading hook input: %v; the call is blocked", err)
@@ -154,13 +170,19 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 	}
 	var d policy.Decision
 	var digest string
-	eng, err := policy.LoadDir(opts.Store.PolicyDir())
+	var l loaded
+	select {
+	case l = <-policyc:
+	case <-ctx.Done():
+		return block("gate error: internal deadline exceeded loading the policy; the call is blocked")
+	}
+	eng, err := l.eng, l.err
 	if err != nil {
 		d = policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
 			Message: fmt.Sprintf("policy: %v (fix it, then run docket policy check)", err)}
 	} else {
 		digest = eng.Digest()
-		d = decide(ctx, eng, ev, opts)
+		d = Decide(ctx, eng, ev, opts.Store.Project, opts.Home)
 	}
 	if opts.Fault != nil {
 		opts.Fault("decide")
@@ -211,10 +233,11 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 	return block("denied: %s [%s%s]", d.Message, d.Reason, idList(d.PolicyIDs))
 }
 
-// decide asks the policy about every call the event maps to. The strictest
-// answer wins (deny over require_approval over allow); its policy IDs are
-// those of every call that answered the same.
-func decide(ctx context.Context, eng *policy.Engine, ev *Event, opts Options) policy.Decision {
+// Decide asks the policy about every call a pre event maps to, with the
+// given project root and home directory. The strictest answer wins (deny
+// over require_approval over allow); its policy IDs are those of every call
+// that answered the same. An event with no calls is denied.
+func Decide(ctx context.Context, eng *policy.Engine, ev *Event, project, home string) policy.Decision {
 	rank := func(d string) int {
 		switch d {
 		case policy.Allow:
@@ -227,7 +250,7 @@ func decide(ctx context.Context, eng *policy.Engine, ev *Event, opts Options) po
 	out := policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError, Message: "the call maps to no request"}
 	var ids []string
 	for i, c := range ev.Calls {
-		c.ProjectDir, c.Home = opts.Store.Project, opts.Home
+		c.ProjectDir, c.Home = project, home
 		d := eng.Decide(ctx, c)
 		if rank(d.Decision) == 2 {
 			d.Decision = policy.Deny

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -94,6 +95,11 @@ func runHook(args []string) int {
 	}
 	home, _ := os.UserHomeDir()
 
+	if kind == hook.Pre {
+		// A pre hook lives a few milliseconds and allocates little more
+		// than its input and the policy: collecting garbage only costs time.
+		debug.SetGCPercent(-1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := hook.Options{

@@ -1,7 +1,144 @@
 package main
 
-// runPolicy is built by the hook and policy work (issue 3).
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/docketlog/docket/client"
+	"github.com/docketlog/docket/hook"
+	"github.com/docketlog/docket/policy"
+)
+
+const policyUsage = `Usage:
+    docket policy check [-dir DIR | FILE.cedar ...]
+    docket policy eval [-dir DIR] [-agent NAME] < event.json
+
+check loads and validates a policy against the agent schema and prints its
+acta-policy-digest-v1 digest, its files and its policy IDs.
+
+eval decides one hook event (PreToolUse JSON, as the agent sends it) and
+prints, as JSON, the decision, the reason, the policy IDs behind it and
+every Cedar request built for the call with its own result. Nothing is
+signed or recorded.
+
+The policy is the project's .docket/policy unless -dir or files are given.
+
+Options:
+    -dir DIR      directory of *.cedar files
+    -agent NAME   eval: the event's hook protocol: claude (default), gemini, codex
+
+Exit codes:
+    0  the policy loads (check); the event was evaluated (eval)
+    2  the policy does not load, or the event is unusable
+`
+
 func runPolicy(args []string) int {
-	errorf("%v: docket policy", errNotYet)
-	return 2
+	if len(args) == 0 || (args[0] != "check" && args[0] != "eval") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fmt.Print(policyUsage)
+			return 0
+		}
+		fmt.Fprint(os.Stderr, policyUsage)
+		return 2
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("docket policy "+sub, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, policyUsage) }
+	dir := fs.String("dir", "", "")
+	agentName := fs.String("agent", "claude", "")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	project, err := client.ProjectDir()
+	if err != nil {
+		errorf("%v", err)
+		return 2
+	}
+	var eng *policy.Engine
+	switch {
+	case sub == "check" && fs.NArg() > 0:
+		eng, err = policy.LoadFiles(fs.Args()...)
+	case fs.NArg() > 0:
+		errorf("policy eval: unexpected arguments %q (the event is read on stdin)", fs.Args())
+		return 2
+	case *dir != "":
+		eng, err = policy.LoadDir(*dir)
+	default:
+		eng, err = policy.LoadDir(client.Open(project).PolicyDir())
+	}
+	if err != nil {
+		errorf("policy: %v", err)
+		hintf("every call is denied while the policy does not load")
+		return 2
+	}
+	if sub == "check" {
+		sum := eng.Check()
+		fmt.Printf("policy_digest %s\n", sum.Digest)
+		for _, f := range sum.Files {
+			fmt.Printf("file %s\n", f)
+		}
+		fmt.Printf("policies %d (%d permit, %d forbid)\n", len(sum.Policies), sum.Permits, sum.Forbids)
+		for _, id := range sum.Policies {
+			fmt.Printf("id %s\n", id)
+		}
+		for _, id := range sum.Ask {
+			fmt.Printf("ask %s\n", id)
+		}
+		for _, a := range sum.UndeclaredActions {
+			warnf("action %q is not in the agent schema; it is treated as a tool name (a typo?)", a)
+		}
+		return 0
+	}
+
+	agent, err := hook.ParseAgent(*agentName)
+	if err != nil {
+		errorf("policy eval: %v", err)
+		return 2
+	}
+	data, err := io.ReadAll(io.LimitReader(os.Stdin, hook.MaxInput+1))
+	if err != nil {
+		errorf("policy eval: reading stdin: %v", err)
+		return 2
+	}
+	ev, err := hook.ParseEvent(agent, hook.Pre, data, project)
+	if err != nil {
+		errorf("policy eval: %v", err)
+		return 2
+	}
+	home, _ := os.UserHomeDir()
+	type callResult struct {
+		ToolName  string          `json:"tool_name"`
+		ToolInput json.RawMessage `json:"tool_input"`
+		policy.Decision
+	}
+	out := struct {
+		Decision     string       `json:"decision"`
+		Reason       string       `json:"reason"`
+		Message      string       `json:"message"`
+		PolicyIDs    []string     `json:"policy_ids"`
+		PolicyDigest string       `json:"policy_digest"`
+		Calls        []callResult `json:"calls"`
+	}{PolicyDigest: eng.Digest()}
+	d := hook.Decide(context.Background(), eng, ev, project, home)
+	out.Decision, out.Reason, out.Message, out.PolicyIDs = d.Decision, d.Reason, d.Message, d.PolicyIDs
+	for _, c := range ev.Calls {
+		c.ProjectDir, c.Home = project, home
+		out.Calls = append(out.Calls, callResult{ToolName: c.ToolName, ToolInput: c.ToolInput, Decision: eng.Decide(context.Background(), c)})
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		errorf("policy eval: %v", err)
+		return 2
+	}
+	return 0
 }
