@@ -77,9 +77,6 @@ type Witness struct {
 	// commitMu serializes the check-and-persist transactions, so that they
 	// do not contend for SQLite's write lock.
 	commitMu sync.Mutex
-
-	// now returns the current time; tests replace it.
-	now func() time.Time
 }
 
 // New opens (or creates) the witness database and returns a Witness serving
@@ -99,7 +96,6 @@ func New(cfg Config) (*Witness, error) {
 		signer:  cfg.Signer,
 		logger:  cfg.Logger,
 		maxBody: cfg.MaxBodySize,
-		now:     time.Now,
 	}
 	if w.logger == nil {
 		w.logger = slog.New(slog.DiscardHandler)
@@ -209,7 +205,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, body []byte) (c checkpoint,
 	if req.OldSize > c.Size {
 		return c, nil, malformed("old size %d is larger than the checkpoint size %d", req.OldSize, c.Size)
 	}
-	if w.limiter != nil && !w.limiter.allow(origin, w.now()) {
+	if w.limiter != nil && !w.limiter.allow(origin, time.Now()) {
 		return c, nil, errRateLimited
 	}
 
@@ -238,7 +234,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, body []byte) (c checkpoint,
 			e := &InconsistencyError{Evidence{
 				Origin:    origin,
 				Kind:      kind,
-				Time:      w.now().UTC().Truncate(time.Second),
+				Time:      time.Now().UTC().Truncate(time.Second),
 				OldSize:   req.OldSize,
 				Proof:     encodeProof(req.Proof),
 				Latest:    string(latest.note),
@@ -258,7 +254,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, body []byte) (c checkpoint,
 	if err != nil {
 		return c, nil, fmt.Errorf("cosigning: %w", err)
 	}
-	if err := putLatest(ctx, tx, c, signed, w.now()); err != nil {
+	if err := putLatest(ctx, tx, c, signed, time.Now()); err != nil {
 		return c, nil, err
 	}
 	if err := tx.Commit(); err != nil {

@@ -547,3 +547,31 @@ func TestNewCosigner(t *testing.T) {
 		})
 	}
 }
+
+func TestEvidenceBounded(t *testing.T) {
+	l := newTestLog(t, "example.com/bounded")
+	w := newTestWitness(t, Config{RateLimit: -1}, l)
+	if got := post(t, w, l.request(t, 0, 5)); got.status != http.StatusOK {
+		t.Fatalf("Add(old 0, size 5) = %d %q, want 200", got.status, got.body)
+	}
+	// Anyone holding a signed checkpoint can attach wrong proofs to it: each
+	// is refused, and the checkpoint is recorded once.
+	for i := range 5 {
+		r := &addRequest{OldSize: 5, Proof: l.proof(t, 5, 13), Checkpoint: l.checkpoint(t, 13)}
+		r.Proof[0][i] ^= 1
+		if got := post(t, w, r.marshal()); got.status != http.StatusUnprocessableEntity {
+			t.Fatalf("Add(wrong proof %d) = %d %q, want 422", i, got.status, got.body)
+		}
+	}
+	list, err := w.ListEvidence(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Errorf("ListEvidence() = %d records, want 1", len(list))
+	}
+	// The right proof for the same checkpoint is still accepted.
+	if got := post(t, w, l.request(t, 5, 13)); got.status != http.StatusOK {
+		t.Errorf("Add(old 5, size 13) = %d %q, want 200", got.status, got.body)
+	}
+}

@@ -362,3 +362,31 @@ func logID(origin string) string {
 	h := sha256.Sum256([]byte(origin))
 	return fmt.Sprintf("%x", h)
 }
+
+// TestKilled checks that what was acknowledged survives SIGKILL: the state is
+// committed before the answer.
+func TestKilled(t *testing.T) {
+	l := newTestLog(t, "example.com/killed")
+	args, _, _ := setup(t, l)
+	s := start(t, append(args, "-rate", "0")...)
+	var old uint64
+	for size := uint64(1); size <= 50; size++ {
+		body, _ := l.request(t, old, size)
+		if status, got := s.post(t, body); status != http.StatusOK {
+			t.Fatalf("Add(old %d, size %d) = %d %q, want 200", old, size, status, got)
+		}
+		old = size
+	}
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+
+	s = start(t, args...)
+	body, _ := l.request(t, 49, 60)
+	if status, got := s.post(t, body); status != http.StatusConflict || got != "50\n" {
+		t.Fatalf("Add(old 49) after SIGKILL = %d %q, want 409 \"50\\n\"", status, got)
+	}
+	body, _ = l.request(t, 50, 60)
+	if status, got := s.post(t, body); status != http.StatusOK {
+		t.Fatalf("Add(old 50) after SIGKILL = %d %q, want 200", status, got)
+	}
+}
