@@ -64,9 +64,14 @@ type Config struct {
 	// RepublishInterval is how often an unchanged checkpoint is signed and
 	// witnessed again, which keeps /health fresh (default 10s).
 	RepublishInterval time.Duration
-	// BatchMaxAge and BatchMaxSize bound a sequencing batch (defaults 10ms, 512).
-	BatchMaxAge  time.Duration
+	// BatchMaxSize bounds a sequencing batch (default 1024). The log hands
+	// Tessera one batch at a time (group commit): entries that arrive while
+	// a batch is being written form the next batch, so batches grow with
+	// load and a lone entry waits for no timer.
 	BatchMaxSize uint
+	// BatchMaxAge is Tessera's batch timer (default 5ms). It only needs to
+	// cover handing one batch over, since batches are formed by the log.
+	BatchMaxAge time.Duration
 	// PublishTimeout bounds how long Add waits for a covering checkpoint
 	// before answering ErrNotPublished (default 10s).
 	PublishTimeout time.Duration
@@ -101,12 +106,12 @@ func (c *Config) setDefaults() error {
 	def(&c.WitnessTimeout, 2*time.Second)
 	def(&c.CheckpointInterval, 100*time.Millisecond)
 	def(&c.RepublishInterval, 10*time.Second)
-	def(&c.BatchMaxAge, 10*time.Millisecond)
+	def(&c.BatchMaxAge, 5*time.Millisecond)
 	def(&c.PublishTimeout, 10*time.Second)
 	def(&c.MaxCheckpointAge, 3*c.RepublishInterval+c.WitnessTimeout)
 	def(&c.PollInterval, 5*time.Millisecond)
 	if c.BatchMaxSize == 0 {
-		c.BatchMaxSize = 512
+		c.BatchMaxSize = 1024
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 2048
@@ -152,6 +157,8 @@ type Log struct {
 	recent   map[leafHash]*pending
 	epoch    uint64
 
+	seqCh      chan *seqReq
+	seqStopped chan struct{}
 	followKick chan struct{}
 	coveredN   atomic.Uint64 // entries the dedup index covers
 
@@ -188,6 +195,8 @@ func New(ctx context.Context, cfg Config) (*Log, error) {
 		inflight:   make(chan struct{}, cfg.MaxInFlight),
 		recent:     make(map[leafHash]*pending),
 		followKick: make(chan struct{}, 1),
+		seqCh:      make(chan *seqReq, cfg.MaxInFlight),
+		seqStopped: make(chan struct{}),
 	}
 	for _, t := range cfg.Tokens {
 		l.tokens = append(l.tokens, sha256.Sum256([]byte(t)))
@@ -234,7 +243,8 @@ func New(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l.pub.init(l)
-	l.bg.Add(2)
+	l.bg.Add(3)
+	go func() { defer l.bg.Done(); l.sequencer(bgCtx) }()
 	go func() { defer l.bg.Done(); l.followLoop(bgCtx) }()
 	go func() { defer l.bg.Done(); l.pub.watch(bgCtx) }()
 	ok = true
@@ -421,9 +431,9 @@ func (l *Log) sequence(ctx context.Context, leaf []byte) (uint64, bool, error) {
 
 		// The append must finish even if this client goes away: others may
 		// be waiting on it, and Tessera resolves it within a batch.
-		res, err := l.appender.Add(context.WithoutCancel(ctx), tessera.NewEntry(leaf))()
+		idx, err := l.append(leaf)
 		l.recentMu.Lock()
-		p.idx, p.err = res.Index, err
+		p.idx, p.err = idx, err
 		if err != nil {
 			delete(l.recent, h)
 		}
@@ -436,6 +446,73 @@ func (l *Log) sequence(ctx context.Context, leaf []byte) (uint64, bool, error) {
 		case l.followKick <- struct{}{}:
 		default:
 		}
-		return res.Index, false, nil
+		return idx, false, nil
+	}
+}
+
+// seqReq is one entry handed to the sequencer; idx and err are set before
+// done is closed.
+type seqReq struct {
+	leaf []byte
+	done chan struct{}
+	idx  uint64
+	err  error
+}
+
+// append sequences leaf through the sequencer and returns its index once
+// Tessera has durably sequenced and integrated it. It does not give up
+// when a client goes away: others may be waiting on the same append.
+func (l *Log) append(leaf []byte) (uint64, error) {
+	r := &seqReq{leaf: leaf, done: make(chan struct{})}
+	l.seqCh <- r // never blocks: seqCh holds MaxInFlight requests
+	select {
+	case <-r.done:
+		return r.idx, r.err
+	case <-l.seqStopped:
+		select {
+		case <-r.done:
+			return r.idx, r.err
+		default:
+			return 0, ErrClosed
+		}
+	}
+}
+
+// sequencer is the group commit loop: it takes every entry waiting (up to
+// BatchMaxSize), hands them to Tessera as one batch, and waits for that
+// batch to be integrated before forming the next.
+func (l *Log) sequencer(ctx context.Context) {
+	defer close(l.seqStopped)
+	max := int(l.cfg.BatchMaxSize)
+	batch := make([]*seqReq, 0, max)
+	futures := make([]tessera.IndexFuture, 0, max)
+	for {
+		batch, futures = batch[:0], futures[:0]
+		select {
+		case r := <-l.seqCh:
+			batch = append(batch, r)
+		case <-ctx.Done():
+			return
+		}
+	fill:
+		for len(batch) < max {
+			select {
+			case r := <-l.seqCh:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		start := time.Now()
+		for _, r := range batch {
+			futures = append(futures, l.appender.Add(ctx, tessera.NewEntry(r.leaf)))
+		}
+		handover := time.Since(start)
+		for i, r := range batch {
+			res, err := futures[i]()
+			r.idx, r.err = res.Index, err
+			close(r.done)
+		}
+		l.logger.Debug("sequenced", "entries", len(batch), "took", time.Since(start), "handover", handover)
 	}
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/docketlog/docket/receipts"
 	f_log "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/formats/proof"
-	"github.com/transparency-dev/merkle/rfc6962"
 	mproof "github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 )
 

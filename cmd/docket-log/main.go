@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	_ "net/http/pprof" // served only with -pprof ADDR
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -48,10 +49,12 @@ Options:
     -tokens FILE              bearer tokens allowed to write, one per line (mode 0600)
     -checkpoint-interval D    minimum time between checkpoints (default 100ms)
     -republish D              re-sign an unchanged checkpoint this often (default 10s)
-    -batch-age D, -batch-size N   sequencing batch bounds (default 10ms, 512)
+    -batch-size N             largest sequencing batch (default 1024); batches form while the
+                              previous one is written (group commit), so there is no batch timer
     -publish-timeout D        how long POST /add waits for a checkpoint before 503 (default 10s)
     -max-inflight N           concurrent POST /add before 503 (default 2048)
     -max-checkpoint-age D     /health fails past this age (default 3×republish + witness timeout)
+    -pprof ADDR               serve net/http/pprof on ADDR (debugging)
     -v                        debug logging (one line per request)
 
 Examples:
@@ -76,6 +79,7 @@ func run() int {
 		issuersFile   = fl.String("issuers", "", "")
 		tokensFile    = fl.String("tokens", "", "")
 		verbose       = fl.Bool("v", false, "")
+		pprofAddr     = fl.String("pprof", "", "")
 		cfg           log.Config
 		batchSize     uint
 		witnessTimout time.Duration
@@ -83,8 +87,7 @@ func run() int {
 	fl.DurationVar(&witnessTimout, "witness-timeout", 2*time.Second, "")
 	fl.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 100*time.Millisecond, "")
 	fl.DurationVar(&cfg.RepublishInterval, "republish", 10*time.Second, "")
-	fl.DurationVar(&cfg.BatchMaxAge, "batch-age", 10*time.Millisecond, "")
-	fl.UintVar(&batchSize, "batch-size", 512, "")
+	fl.UintVar(&batchSize, "batch-size", 1024, "")
 	fl.DurationVar(&cfg.PublishTimeout, "publish-timeout", 10*time.Second, "")
 	fl.IntVar(&cfg.MaxInFlight, "max-inflight", 2048, "")
 	fl.DurationVar(&cfg.MaxCheckpointAge, "max-checkpoint-age", 0, "")
@@ -155,6 +158,9 @@ func run() int {
 		}
 	}
 
+	if *pprofAddr != "" {
+		go func() { logger.Warn("pprof", "err", http.ListenAndServe(*pprofAddr, nil)) }()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	l, err := log.New(ctx, cfg)

@@ -1,7 +1,109 @@
 package main
 
-// runSync is built by the log work (issue 4).
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/docketlog/docket/client"
+)
+
+const syncUsage = `Usage:
+    docket sync [-dir PROJECT] [-timeout D] [-v]
+
+Submits every receipt under PROJECT/.docket that has no proof yet to the
+configured log, verifies each returned proof (log signature, inclusion of
+the exact entry, witness quorum when a policy is configured) and stores it
+in .docket/proofs/<session>/<sequence>.proof. Transient failures are retried
+with backoff (honouring Retry-After) until the timeout. Runs take turns on a
+lock, so it is safe to start many; a run exits when nothing is pending.
+
+Options:
+    -dir PROJECT   project root (default $CLAUDE_PROJECT_DIR or the current directory)
+    -timeout D     give up retrying after D (default 2m); what is left stays pending
+    -token-env V   read a bearer token for the log from environment variable V
+    -v             report each retry on stderr
+
+Exit codes:
+    0  nothing is pending
+    1  receipts remain pending (log unreachable, timeout) or were rejected
+    2  usage or configuration error
+`
+
 func runSync(args []string) int {
-	errorf("%v: docket sync", errNotYet)
-	return 2
+	fl := flag.NewFlagSet("sync", flag.ContinueOnError)
+	fl.Usage = func() { fmt.Fprint(os.Stderr, syncUsage) }
+	dir := fl.String("dir", "", "")
+	timeout := fl.Duration("timeout", 2*time.Minute, "")
+	tokenEnv := fl.String("token-env", "", "")
+	verbose := fl.Bool("v", false, "")
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fl.NArg() > 0 {
+		errorf("sync: unexpected arguments %q", fl.Args())
+		return 2
+	}
+	project := *dir
+	if project == "" {
+		p, err := client.ProjectDir()
+		if err != nil {
+			errorf("%v", err)
+			return 2
+		}
+		project = p
+	}
+	opts := client.SyncOptions{}
+	if *tokenEnv != "" {
+		opts.Token = os.Getenv(*tokenEnv)
+		if opts.Token == "" {
+			errorf("sync: environment variable %s is empty", *tokenEnv)
+			return 2
+		}
+	}
+	if *verbose {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	res, err := client.Open(project).Sync(ctx, opts)
+	if res.Stored > 0 {
+		fmt.Printf("stored %d proofs\n", res.Stored)
+	}
+	for _, e := range res.Errors {
+		errorf("%v", e)
+	}
+	switch {
+	case errors.Is(err, client.ErrNoLog):
+		errorf("%v", err)
+		return 2
+	case err != nil && res.Pending == 0:
+		errorf("%v", err)
+		return 2
+	case res.Pending > 0:
+		if err != nil {
+			errorf("%v", err)
+		}
+		warnf("%d receipts are still pending", res.Pending)
+		hintf("run docket sync again when the log is reachable; nothing is lost")
+		return 1
+	case len(res.Errors) > 0:
+		return 1
+	}
+	if res.Stored == 0 {
+		fmt.Println("nothing pending")
+	}
+	return 0
 }

@@ -1,0 +1,348 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/docketlog/docket/receipts"
+)
+
+// SyncLockFile is the lock that serializes `docket sync` runs in a store.
+const SyncLockFile = "sync.lock"
+
+// Errors of Sync.
+var (
+	// ErrNoLog: the project has no log configured.
+	ErrNoLog = errors.New("no log configured (docket init -log URL -log-key VKEY)")
+	// ErrRejected: the log refused a receipt for good (4xx); retrying the
+	// same receipt cannot succeed.
+	ErrRejected = errors.New("log rejected the receipt")
+)
+
+// SyncOptions tunes Sync. The zero value is usable.
+type SyncOptions struct {
+	// HTTPClient submits receipts (default: 30s timeout per request).
+	HTTPClient *http.Client
+	// Token is a bearer token for logs that require one.
+	Token string
+	// Concurrency bounds receipts in flight (default 8).
+	Concurrency int
+	// MinBackoff and MaxBackoff bound the retry delay of one receipt
+	// (defaults 250ms and 30s); a Retry-After from the log takes precedence.
+	MinBackoff, MaxBackoff time.Duration
+	// Logger receives one line per failed attempt; nil discards.
+	Logger *slog.Logger
+}
+
+// SyncResult counts what one Sync did.
+type SyncResult struct {
+	// Stored is the number of proofs verified and stored.
+	Stored int
+	// Pending is the number of receipts still without a proof.
+	Pending int
+	// Errors are the receipts that failed, with their causes.
+	Errors []error
+}
+
+// pendingReceipt is a receipt without a stored proof.
+type pendingReceipt struct {
+	session  string
+	sequence int64
+	receipt  []byte
+}
+
+// Sync submits every receipt of the store that has no proof yet to the
+// configured log, verifies each proof against the log key (and the witness
+// quorum when a policy is configured) and stores it atomically next to the
+// receipt. Transient failures (network, 5xx, 503 + Retry-After) are retried
+// with backoff until ctx ends; rejections (4xx) are not retried. Sync holds
+// an exclusive lock so concurrent runs take turns, and it rescans after each
+// pass, returning when nothing is pending or nothing more can be done.
+func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) {
+	var res SyncResult
+	cfg, err := s.LoadConfig()
+	if err != nil {
+		return res, err
+	}
+	if !cfg.HasLog() {
+		return res, ErrNoLog
+	}
+	var policy []byte
+	if p := cfg.WitnessPolicyPath(s.Project); p != "" {
+		if policy, err = os.ReadFile(p); err != nil {
+			return res, fmt.Errorf("witness policy: %w", err)
+		}
+	}
+	pv, err := NewProofVerifier(cfg.LogKey, policy)
+	if err != nil {
+		return res, err
+	}
+	priv, err := receipts.LoadPrivateKey(s.KeyPath())
+	if err != nil {
+		return res, fmt.Errorf("issuer key: %w", err)
+	}
+	pub := priv.Public().(ed25519.PublicKey)
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 8
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 250 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+
+	unlock, err := s.lockSync(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+
+	sub := &submitter{url: strings.TrimRight(cfg.LogURL, "/") + "/add", opts: opts, pv: pv, pub: pub, store: s}
+	rejected := make(map[string]bool) // session/sequence refused for good in this run
+	for {
+		pend, err := s.pending()
+		if err != nil {
+			return res, err
+		}
+		var todo []pendingReceipt
+		for _, p := range pend {
+			if !rejected[p.key()] {
+				todo = append(todo, p)
+			}
+		}
+		res.Pending = len(pend)
+		if len(todo) == 0 {
+			return res, nil
+		}
+		var mu sync.Mutex
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(opts.Concurrency)
+		for _, p := range todo {
+			g.Go(func() error {
+				err := sub.deliver(gctx, p)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					res.Stored++
+					res.Pending--
+				case ctx.Err() != nil:
+					return ctx.Err()
+				default:
+					rejected[p.key()] = true
+					res.Errors = append(res.Errors, fmt.Errorf("session %s receipt %d: %w", p.session, p.sequence, err))
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return res, err
+		}
+	}
+}
+
+func (p pendingReceipt) key() string { return p.session + "/" + strconv.FormatInt(p.sequence, 10) }
+
+// pending lists the receipts without a stored proof.
+func (s *Store) pending() ([]pendingReceipt, error) {
+	sessions, err := s.Sessions()
+	if err != nil {
+		return nil, err
+	}
+	var out []pendingReceipt
+	for _, sess := range sessions {
+		recs, err := s.Receipts(sess)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			var env struct {
+				Payload struct {
+					Sequence int64 `json:"sequence"`
+				} `json:"payload"`
+			}
+			if err := json.Unmarshal(r, &env); err != nil || env.Payload.Sequence <= 0 {
+				return nil, fmt.Errorf("session %s: receipt without a sequence number", sess)
+			}
+			if _, err := os.Stat(s.ProofPath(sess, env.Payload.Sequence)); err == nil {
+				continue
+			}
+			out = append(out, pendingReceipt{session: sess, sequence: env.Payload.Sequence, receipt: r})
+		}
+	}
+	return out, nil
+}
+
+// lockSync takes the store's sync lock, waiting for another run to finish.
+func (s *Store) lockSync(ctx context.Context) (func(), error) {
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(s.Dir, SyncLockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sync lock: %w", err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("sync lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for another docket sync: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+type submitter struct {
+	url   string
+	opts  SyncOptions
+	pv    *ProofVerifier
+	pub   ed25519.PublicKey
+	store *Store
+}
+
+// deliver submits one receipt until the log answers with a proof that
+// verifies, which it then stores.
+func (sub *submitter) deliver(ctx context.Context, p pendingReceipt) error {
+	leaf, err := receipts.NewEntry(sub.pub, p.receipt)
+	if err != nil {
+		return fmt.Errorf("%w: not signed by the project's issuer key: %w", ErrRejected, err)
+	}
+	backoff := sub.opts.MinBackoff
+	for attempt := 1; ; attempt++ {
+		proofText, retryAfter, err := sub.post(ctx, leaf)
+		if err == nil {
+			if _, err := sub.pv.Verify(leaf, proofText); err != nil {
+				// A log that answers with a bad proof is misbehaving or
+				// misconfigured; do not store it, do not hammer it.
+				return fmt.Errorf("log answered with a proof that does not verify: %w", err)
+			}
+			return writeFileAtomic(sub.store.ProofPath(p.session, p.sequence), proofText)
+		}
+		if errors.Is(err, ErrRejected) {
+			return err
+		}
+		d := backoff/2 + rand.N(backoff/2+1)
+		if retryAfter > d {
+			d = retryAfter
+		}
+		sub.opts.Logger.Info("sync: retrying", "session", p.session, "sequence", p.sequence, "attempt", attempt, "in", d, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		case <-time.After(d):
+		}
+		backoff = min(2*backoff, sub.opts.MaxBackoff)
+	}
+}
+
+// post submits one entry. It returns the proof, or the delay the log asked
+// for and a transient error, or an error wrapping ErrRejected.
+func (sub *submitter) post(ctx context.Context, leaf []byte) ([]byte, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.url, bytes.NewReader(leaf))
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if sub.opts.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+sub.opts.Token)
+	}
+	resp, err := sub.opts.HTTPClient.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, 0, err
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return body, 0, nil
+	case resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		var ra time.Duration
+		if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n >= 0 {
+			ra = time.Duration(min(n, 3600)) * time.Second
+		}
+		return nil, ra, fmt.Errorf("log answered %s: %s", resp.Status, errorMessage(body))
+	default:
+		return nil, 0, fmt.Errorf("%w: %s: %s", ErrRejected, resp.Status, errorMessage(body))
+	}
+}
+
+// errorMessage returns the message of a JSON error body, or the body.
+func errorMessage(body []byte) string {
+	var e struct{ Error, Message string }
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		return e.Error + ": " + e.Message
+	}
+	if len(body) > 200 {
+		body = body[:200]
+	}
+	return strings.TrimSpace(string(body))
+}
+
+// writeFileAtomic writes data to path via a synced temporary file and a
+// rename, so a reader sees either no file or the whole file.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,251 @@
+// Command docket-load is Docket's log load benchmark. It offers signed
+// receipts to a log at fixed rates (open loop, latency measured from each
+// request's scheduled time, so a slow server cannot hide its queueing) and
+// then as fast as a fixed number of clients can (closed loop), and reports
+// submit→proof latency percentiles and sustained receipts/s as a Markdown
+// table.
+//
+// With -mode tessera it sends the same entry bytes to Tessera's POSIX
+// conformance server (github.com/transparency-dev/tessera/cmd/conformance/posix),
+// whose POST /add answers with the sequenced index (no signature checks, no
+// proof, no wait for a published checkpoint), for a side-by-side baseline.
+//
+// Usage:
+//
+//	docket-load -url http://127.0.0.1:7780 [-mode docket|tessera] [-rates 250,500,1000] [-duration 10s] [-clients 256]
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docketlog/docket/receipts"
+)
+
+func main() {
+	var (
+		url      = flag.String("url", "http://127.0.0.1:7780", "log URL")
+		mode     = flag.String("mode", "docket", "docket (POST /add answers with a proof) or tessera (conformance server)")
+		rates    = flag.String("rates", "250,500,1000", "offered rates in receipts/s, comma-separated")
+		duration = flag.Duration("duration", 10*time.Second, "duration of each fixed-rate run and of the closed-loop run")
+		clients  = flag.Int("clients", 256, "concurrent clients in the closed-loop run (0: skip it)")
+		maxOut   = flag.Int("max-outstanding", 8192, "open-loop requests in flight before the generator counts a drop")
+		keys     = flag.Int("keys", 16, "distinct issuer keys")
+		label    = flag.String("label", "", "label for the table (default: mode)")
+	)
+	flag.Parse()
+	if *label == "" {
+		*label = *mode
+	}
+	var rs []int
+	for _, s := range strings.Split(*rates, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		r, err := strconv.Atoi(s)
+		if err != nil || r <= 0 {
+			fmt.Fprintf(os.Stderr, "docket-load: error: bad rate %q\n", s)
+			os.Exit(2)
+		}
+		rs = append(rs, r)
+	}
+	tr := &http.Transport{MaxIdleConns: 0, MaxIdleConnsPerHost: 8192, IdleConnTimeout: time.Minute}
+	c := &http.Client{Transport: tr, Timeout: 60 * time.Second}
+	g := newGenerator(*keys)
+	base := strings.TrimRight(*url, "/")
+
+	fmt.Printf("| target | offered/s | sent | ok | 503 | other | sustained/s | p50 ms | p90 ms | p99 ms | max ms |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		n := int(float64(r) * duration.Seconds())
+		bodies := g.make(n)
+		res := openLoop(c, base, *mode, bodies, r, *maxOut)
+		fmt.Println(res.row(*label, strconv.Itoa(r)))
+	}
+	if *clients > 0 {
+		bodies := g.make(int(40000 * duration.Seconds() / 10)) // enough for ~4,000/s
+		res := closedLoop(c, base, *mode, bodies, *clients, *duration)
+		fmt.Println(res.row(*label, fmt.Sprintf("max (%d clients)", *clients)))
+	}
+}
+
+// generator makes distinct, validly signed log entries.
+type generator struct {
+	keys    []ed25519.PrivateKey
+	session string
+	seq     int64
+}
+
+func newGenerator(n int) *generator {
+	g := &generator{session: fmt.Sprintf("load-%d", time.Now().UnixNano())}
+	for range n {
+		k, _ := receipts.GenerateKey()
+		g.keys = append(g.keys, k)
+	}
+	return g
+}
+
+func (g *generator) make(n int) [][]byte {
+	out := make([][]byte, n)
+	var wg sync.WaitGroup
+	start := g.seq
+	g.seq += int64(n)
+	chunk := (n + 7) / 8
+	for w := 0; w*chunk < n; w++ {
+		wg.Go(func() {
+			for i := w * chunk; i < min(n, (w+1)*chunk); i++ {
+				k := g.keys[i%len(g.keys)]
+				lat := int64(3)
+				r, err := receipts.Sign(k, receipts.Payload{Type: "protectmcp:decision", SessionID: g.session,
+					Sequence: start + int64(i) + 1, HookEvent: "PreToolUse", Agent: "claude-code", ToolName: "Bash",
+					ToolInputHash: "sha256:" + strings.Repeat("ab", 32), Decision: "allow", Reason: "cedar_allow",
+					PolicyDigest: "sha256:" + strings.Repeat("cd", 32), HookLatencyMs: &lat})
+				if err != nil {
+					panic(err)
+				}
+				e, err := receipts.NewEntry(k.Public().(ed25519.PublicKey), r)
+				if err != nil {
+					panic(err)
+				}
+				out[i] = e
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+type result struct {
+	mu                    sync.Mutex
+	lat                   []time.Duration
+	sent, ok, busy, other atomic.Int64
+	dropped               atomic.Int64
+	first, last           time.Time
+	firstErr              atomic.Value
+}
+
+func (r *result) record(start time.Time, status int, err error) {
+	now := time.Now()
+	switch {
+	case err == nil && status == 200:
+		r.ok.Add(1)
+		r.mu.Lock()
+		r.lat = append(r.lat, now.Sub(start))
+		if now.After(r.last) {
+			r.last = now
+		}
+		r.mu.Unlock()
+	case err == nil && status == 503:
+		r.busy.Add(1)
+	default:
+		r.other.Add(1)
+		if err == nil {
+			err = fmt.Errorf("status %d", status)
+		}
+		r.firstErr.CompareAndSwap(nil, err.Error())
+	}
+}
+
+func (r *result) row(label, offered string) string {
+	slices.Sort(r.lat)
+	p := func(q float64) string {
+		if len(r.lat) == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", float64(r.lat[min(len(r.lat)-1, int(q*float64(len(r.lat))))].Microseconds())/1000)
+	}
+	sustained := 0.0
+	if d := r.last.Sub(r.first).Seconds(); d > 0 {
+		sustained = float64(r.ok.Load()) / d
+	}
+	s := fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %.0f | %s | %s | %s | %s |", label, offered, r.sent.Load(), r.ok.Load(),
+		r.busy.Load(), r.other.Load()+r.dropped.Load(), sustained, p(0.5), p(0.9), p(0.99), p(1))
+	if e := r.firstErr.Load(); e != nil {
+		fmt.Fprintf(os.Stderr, "docket-load: %s %s: first error: %v\n", label, offered, e)
+	}
+	if d := r.dropped.Load(); d > 0 {
+		fmt.Fprintf(os.Stderr, "docket-load: %s %s: %d requests not sent (generator at -max-outstanding)\n", label, offered, d)
+	}
+	return s
+}
+
+func post(c *http.Client, base, mode string, body []byte) (int, error) {
+	resp, err := c.Post(base+"/add", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, err
+	}
+	return resp.StatusCode, nil
+}
+
+// openLoop sends bodies at rate per second, each at its scheduled time
+// whatever the answers to earlier ones, and measures from that time.
+func openLoop(c *http.Client, base, mode string, bodies [][]byte, rate, maxOut int) *result {
+	r := &result{}
+	sem := make(chan struct{}, maxOut)
+	var wg sync.WaitGroup
+	interval := time.Second / time.Duration(rate)
+	r.first = time.Now()
+	for i, b := range bodies {
+		at := r.first.Add(time.Duration(i) * interval)
+		if d := time.Until(at); d > 0 {
+			time.Sleep(d)
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			r.dropped.Add(1)
+			continue
+		}
+		r.sent.Add(1)
+		wg.Go(func() {
+			defer func() { <-sem }()
+			st, err := post(c, base, mode, b)
+			r.record(at, st, err)
+		})
+	}
+	wg.Wait()
+	return r
+}
+
+// closedLoop runs n clients that each send their next body as soon as the
+// previous one is answered, for d.
+func closedLoop(c *http.Client, base, mode string, bodies [][]byte, n int, d time.Duration) *result {
+	r := &result{}
+	var next atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var wg sync.WaitGroup
+	r.first = time.Now()
+	for range n {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := next.Add(1) - 1
+				if int(i) >= len(bodies) {
+					return
+				}
+				r.sent.Add(1)
+				start := time.Now()
+				st, err := post(c, base, mode, bodies[i])
+				r.record(start, st, err)
+			}
+		})
+	}
+	wg.Wait()
+	return r
+}

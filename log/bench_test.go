@@ -1,0 +1,40 @@
+package log
+
+import (
+	"crypto/sha256"
+	"path/filepath"
+	"testing"
+
+	"github.com/docketlog/docket/receipts"
+)
+
+func BenchmarkParseEntry(b *testing.B) {
+	priv, _ := receipts.GenerateKey()
+	leaf := testEntry(b, priv, "s", 1)
+	for b.Loop() {
+		if _, err := receipts.ParseEntry(leaf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkIndexLookup(b *testing.B) {
+	x, err := openIndex(filepath.Join(b.TempDir(), "x.sqlite"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.close()
+	var hs []leafHash
+	for i := range 10000 {
+		hs = append(hs, sha256.Sum256([]byte{byte(i), byte(i >> 8)}))
+	}
+	if _, err := x.add(b.Context(), 0, hs); err != nil {
+		b.Fatal(err)
+	}
+	miss := sha256.Sum256([]byte("miss"))
+	for b.Loop() {
+		if _, ok, err := x.lookup(b.Context(), miss); err != nil || ok {
+			b.Fatal(ok, err)
+		}
+	}
+}
