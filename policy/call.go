@@ -221,26 +221,54 @@ func (x *callEnv) build(c Call) ([]built, error) {
 		if err != nil {
 			return nil, err
 		}
+		// After cd, a relative path may be relative to any directory the
+		// line changes into; check it against each of them.
+		bases := []string{""}
+		for _, d := range sh.Dirs {
+			abs, err := x.absPath(d)
+			if err != nil {
+				return nil, badInput("Bash: cd %s: %v", d, err)
+			}
+			bases = appendUniq(bases, abs)
+		}
+		if sh.UnknownDir {
+			bases = appendUniq(bases, "/")
+		}
+		shellFile := func(action, p string) error {
+			if filepath.IsAbs(p) || p == "~" || strings.HasPrefix(p, "~/") {
+				return fileReq(action, p, true)
+			}
+			for _, b := range bases {
+				q := p
+				if b != "" {
+					q = filepath.Join(b, p)
+				}
+				if err := fileReq(action, q, true); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		for _, cmd := range sh.Commands {
 			add("ExecCommand", x.programEntity(cmd), with(execContext(cmd)))
 			for _, p := range cmd.Writes {
-				if err := fileReq("Write", p, true); err != nil {
+				if err := shellFile("Write", p); err != nil {
 					return nil, err
 				}
 			}
 			for _, p := range cmd.Reads {
-				if err := fileReq("Read", p, true); err != nil {
+				if err := shellFile("Read", p); err != nil {
 					return nil, err
 				}
 			}
 		}
 		for _, p := range sh.Writes {
-			if err := fileReq("Write", p, true); err != nil {
+			if err := shellFile("Write", p); err != nil {
 				return nil, err
 			}
 		}
 		for _, p := range sh.Reads {
-			if err := fileReq("Read", p, true); err != nil {
+			if err := shellFile("Read", p); err != nil {
 				return nil, err
 			}
 		}

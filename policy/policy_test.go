@@ -117,6 +117,7 @@ func TestDecideBash(t *testing.T) {
 		{name: "git commit heredoc", cmd: "git commit -m \"$(cat <<'EOF'\nfix: things\nEOF\n)\"", want: Allow},
 		{name: "bash -c allowed", cmd: "bash -c 'go vet ./... && go test ./...'", want: Allow},
 		{name: "env example", cmd: "cat .env.example", want: Allow},
+		{name: "cd inside project", cmd: "cd src && rm -rf build && go test ./...", want: Allow},
 
 		// Bypass attempts.
 		{name: "list then rm", cmd: "ls; rm -rf /", want: Deny, reason: ReasonDeny},
@@ -171,6 +172,11 @@ func TestDecideBash(t *testing.T) {
 		{name: "rm root glob", cmd: "rm -rf /*", want: Deny},
 		{name: "rm through symlink", cmd: "rm -rf escape/", want: Deny},
 		{name: "rm through dotdot", cmd: "rm -rf src/../../", want: Deny},
+		{name: "cd then rm glob", cmd: "cd / && rm -rf *", want: Deny},
+		{name: "cd parent then rm", cmd: "cd .. ; rm -rf proj", want: Deny},
+		{name: "cd home then write", cmd: "cd; echo x > .bashrc", want: Deny},
+		{name: "cd dynamic then rm", cmd: `cd "$D" && rm -rf build`, want: Deny},
+		{name: "rm project", cmd: "rm -rf .", want: Deny},
 		{name: "dd", cmd: "dd if=/dev/zero of=disk.img bs=1M count=1", want: Deny},
 		{name: "mkfs", cmd: "mkfs.ext4 /dev/sda1", want: Deny},
 		{name: "shred", cmd: "shred -u main.go", want: Deny},
@@ -205,6 +211,7 @@ func TestDecideBash(t *testing.T) {
 		{name: "rm dynamic", cmd: "rm -rf \"$BUILD_DIR\"", want: RequireApproval},
 		{name: "xargs rm asks", cmd: "git ls-files -z | xargs -0 rm", want: RequireApproval},
 		{name: "read outside project", cmd: "cat /etc/hosts", want: RequireApproval},
+		{name: "rm git dir", cmd: "rm -rf .git", want: RequireApproval},
 		{name: "curl", cmd: "curl -s https://example.com -o out.html", want: RequireApproval},
 		{name: "ask and deny is deny", cmd: "git push; rm -rf /", want: Deny},
 		{name: "ask and default deny is deny", cmd: "git push; frobnicate", want: Deny, reason: ReasonDefaultDeny},

@@ -51,6 +51,12 @@ type ShellAnalysis struct {
 	Commands []Command
 	Writes   []string // write redirection targets
 	Reads    []string // input redirection sources
+	// Dirs are the directories the command line may change into (cd,
+	// pushd): relative paths can be relative to any of them.
+	Dirs []string
+	// UnknownDir is set when it changes into a directory only known at
+	// run time (cd "$X", cd -, popd).
+	UnknownDir bool
 }
 
 type shellWalker struct {
@@ -363,6 +369,17 @@ func (w *shellWalker) invoke(argv []arg, wrappers, pipeline []string) error {
 
 	inner := append(append([]string(nil), wrappers...), name)
 	switch name {
+	case "cd", "pushd", "popd", "chdir":
+		ops := skipOpts(args, "", nil)
+		switch {
+		case name == "popd" || len(ops) > 0 && (!ops[0].lit || ops[0].text == "-" || ops[0].glob):
+			w.res.UnknownDir = true
+		case len(ops) == 0:
+			w.res.Dirs = appendUniq(w.res.Dirs, "~")
+		default:
+			w.res.Dirs = appendUniq(w.res.Dirs, ops[0].text)
+		}
+		return nil
 	case "sudo", "doas":
 		return w.invoke(skipOpts(args, "ugCDhpRrTUt", nil), inner, pipeline)
 	case "env":
@@ -548,8 +565,8 @@ func (w *shellWalker) shell(args []arg, inner, pipeline []string) error {
 }
 
 // find handles -exec/-execdir/-ok/-okdir COMMAND ... ; or +. The {}
-// placeholder is replaced by find's start paths, which contain every file
-// the command can be given.
+// placeholder is replaced by "<start>/*" for each of find's start paths:
+// the files the command can be given.
 func (w *shellWalker) find(args []arg, inner, pipeline []string) error {
 	var starts []arg
 	for _, a := range args {
@@ -572,7 +589,7 @@ func (w *shellWalker) find(args []arg, inner, pipeline []string) error {
 			for k, a := range args[i+1 : j] {
 				if k > 0 && strings.Contains(a.text, "{}") {
 					for _, s := range starts {
-						argv = append(argv, arg{text: strings.ReplaceAll(a.text, "{}", s.text), lit: a.lit && s.lit, glob: s.glob})
+						argv = append(argv, arg{text: strings.ReplaceAll(a.text, "{}", strings.TrimSuffix(s.text, "/")+"/*"), lit: a.lit && s.lit, glob: true})
 					}
 					continue
 				}
