@@ -37,6 +37,7 @@
 //	     of the latest cosigned checkpoint but another root hash (a fork);
 //	     the request is stored as evidence and nothing is cosigned
 //	200  the cosignature line(s), after the checkpoint was durably recorded
+//	500  database or signing failure; 503 if the request was cancelled
 //
 // The C2SP text answers a same-size-different-root checkpoint with 409. Docket
 // answers 422 (DESIGN §3.6): a 409 tells the client to retry from the size it

@@ -1,6 +1,7 @@
 package witness
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,8 @@ func statusOf(err error) int {
 	switch {
 	case err == nil:
 		return http.StatusOK
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable // the client left or the server is shutting down
 	case errors.As(err, &tooLarge):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errMalformed):
@@ -37,7 +40,7 @@ func statusOf(err error) int {
 		return http.StatusTooManyRequests
 	case errors.As(err, &conflict):
 		return http.StatusConflict
-	case errors.As(err, &inconsistent):
+	case errors.As(err, &inconsistent), errors.Is(err, errProofNotEmpty):
 		return http.StatusUnprocessableEntity
 	default:
 		return http.StatusInternalServerError
@@ -58,6 +61,8 @@ func (w *Witness) serveAddCheckpoint(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case status == http.StatusUnprocessableEntity:
 		level = slog.LevelWarn
+	case status == http.StatusServiceUnavailable:
+		level = slog.LevelDebug
 	case status >= 500:
 		level = slog.LevelError
 	case status != http.StatusOK:

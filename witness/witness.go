@@ -30,9 +30,9 @@ const (
 	DefaultRateBurst = 100
 )
 
-// Config configures a Witness. Signer, DBPath and Logs are required in the
-// sense that a witness without them cosigns nothing; the limits default when
-// zero.
+// Config configures a Witness. Signer and DBPath are required. Logs may be
+// empty (every add-checkpoint then gets 404) and replaced later with SetLogs.
+// The limits default when zero.
 type Config struct {
 	// Signer produces the witness's cosignatures. It must be a C2SP
 	// cosignature/v1 signer, such as one from NewCosigner.
@@ -139,6 +139,7 @@ func (w *Witness) SetLogs(logs []Log) error {
 }
 
 // Close closes the database. Call it after the HTTP server has shut down.
+// Closing twice is harmless.
 func (w *Witness) Close() error {
 	return w.db.Close()
 }
@@ -148,6 +149,8 @@ var (
 	errUnknownLog   = errors.New("unknown log origin")
 	errBadSignature = errors.New("no valid signature from a known key of the log")
 	errRateLimited  = errors.New("rate limit exceeded for this log")
+	// errProofNotEmpty is a proof between two equal trees (422, no evidence).
+	errProofNotEmpty = errors.New("consistency proof between equal trees is not empty")
 )
 
 // ConflictError reports that the old size of a request is not the size of the
@@ -224,6 +227,10 @@ func (w *Witness) addCheckpoint(ctx context.Context, body []byte) (c checkpoint,
 		return c, nil, &ConflictError{Size: latest.size}
 	}
 	if latest.note != nil {
+		if c.Size == latest.size && bytes.Equal(c.Root, latest.root) && len(req.Proof) > 0 {
+			// Nothing contradicts the cosigned checkpoint: no evidence.
+			return c, nil, errProofNotEmpty
+		}
 		kind := ""
 		if c.Size == latest.size && !bytes.Equal(c.Root, latest.root) {
 			kind = EvidenceFork

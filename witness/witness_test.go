@@ -166,6 +166,15 @@ func TestAddCheckpoint(t *testing.T) {
 			wantEvidence: EvidenceInconsistent,
 		},
 		{
+			name:  "non-empty proof between equal trees",
+			prior: 7,
+			body: func(t *testing.T, l *testLog) []byte {
+				r := &addRequest{OldSize: 7, Proof: [][]byte{make([]byte, 32)}, Checkpoint: l.checkpoint(t, 7)}
+				return r.marshal()
+			},
+			want: http.StatusUnprocessableEntity, // and no evidence: nothing contradicts the cosigned checkpoint
+		},
+		{
 			name:  "consistency proof too short",
 			prior: 5,
 			body: func(t *testing.T, l *testLog) []byte {
