@@ -51,4 +51,17 @@
 // a mutex), committed with synchronous=FULL before the answer is written. Of
 // many concurrent requests from the same old size, exactly one advances the
 // log; the others get 409 with the new size.
+//
+// # Performance
+//
+// Every accepted checkpoint costs one fsync, which bounds throughput. On the
+// 2-core development machine (ext4), over loopback HTTP:
+//
+//	go test -run '^$' -bench AddCheckpoint -benchtime 3000x -count 3 ./witness
+//
+//	1 log, sequential requests:  p50 1.0-1.2 ms, p99 4.5-6.3 ms, 645-800 requests/s
+//	8 logs, concurrent requests: p50 7.5-7.8 ms, p99 24-27 ms, ~910 requests/s
+//
+// A log asks a witness once per published checkpoint (plus one retry after a
+// 409), so a witness serves hundreds of logs publishing every second.
 package witness
