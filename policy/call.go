@@ -392,6 +392,7 @@ func execContext(cmd Command) types.RecordMap {
 		"dynamic_args":    types.Boolean(cmd.Dynamic),
 		"pipeline":        strSet(cmd.Pipeline),
 		"wrappers":        strSet(cmd.Wrappers),
+		"env":             strSet(cmd.Env),
 	}
 }
 

@@ -42,6 +42,7 @@ type Command struct {
 	Inline   bool     // interpreter given inline code (python -c, node -e, ...)
 	Pipeline []string // programs in the same pipeline or substitutions feeding it
 	Wrappers []string // wrappers unwrapped to reach it
+	Env      []string // variables assigned for it (X=1 cmd, env X=1 cmd)
 	Reads    []string // path arguments it reads
 	Writes   []string // path arguments it writes, deletes or changes
 }
@@ -60,11 +61,12 @@ type ShellAnalysis struct {
 }
 
 type shellWalker struct {
-	res   ShellAnalysis
-	home  string
-	cwd   string
-	depth int
-	names map[*syntax.CallExpr][]string // program names per call, for pipeline context
+	res     ShellAnalysis
+	home    string
+	cwd     string
+	depth   int
+	names   map[*syntax.CallExpr][]string // program names per call, for pipeline context
+	assigns []string                      // assignments for the next invoke
 }
 
 // AnalyzeShell parses a bash command line and returns every simple command
@@ -194,6 +196,11 @@ func (w *shellWalker) call(c *syntax.CallExpr, wrappers, pipeline []string) erro
 			case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.DblQuoted:
 				pipeline = appendUniq(pipeline, w.namesIn(part)...)
 			}
+		}
+	}
+	for _, a := range c.Assigns {
+		if a.Name != nil {
+			w.assigns = appendUniq(w.assigns, a.Name.Value)
 		}
 	}
 	return w.invoke(w.words(c.Args), wrappers, pipeline)
@@ -351,7 +358,10 @@ func (w *shellWalker) invoke(argv []arg, wrappers, pipeline []string) error {
 		return &ShellError{"dynamic_command", fmt.Sprintf("program name %q is not a command", prog.text)}
 	}
 	args := argv[1:]
+	env := w.assigns
+	w.assigns = nil
 	cmd := Command{
+		Env:      env,
 		Name:     name,
 		Path:     prog.text,
 		Args:     texts(args),
@@ -485,7 +495,7 @@ func (w *shellWalker) env(args []arg, inner, pipeline []string) error {
 		t := args[i].text
 		switch {
 		case t == "--":
-			return w.invoke(skipAssigns(args[i+1:]), inner, pipeline)
+			return w.invoke(w.skipAssigns(args[i+1:]), inner, pipeline)
 		case t == "-S" || t == "--split-string":
 			if i+1 < len(args) {
 				return w.script(args[i+1], inner, pipeline)
@@ -499,18 +509,19 @@ func (w *shellWalker) env(args []arg, inner, pipeline []string) error {
 			i++
 		case len(t) > 1 && t[0] == '-':
 		default:
-			return w.invoke(skipAssigns(args[i:]), inner, pipeline)
+			return w.invoke(w.skipAssigns(args[i:]), inner, pipeline)
 		}
 	}
 	return nil
 }
 
-func skipAssigns(args []arg) []arg {
+func (w *shellWalker) skipAssigns(args []arg) []arg {
 	for len(args) > 0 {
 		name, _, ok := strings.Cut(args[0].text, "=")
 		if !ok || name == "" || strings.ContainsAny(name, "/ ") {
 			break
 		}
+		w.assigns = appendUniq(w.assigns, name)
 		args = args[1:]
 	}
 	return args
@@ -731,6 +742,22 @@ func pathArgs(name string, args []arg) (reads, writes []string) {
 			}
 			break
 		}
+		return nil, nil
+	case "curl", "wget":
+		for i, a := range args {
+			if i+1 < len(args) && args[i+1].lit && (a.text == "-o" || a.text == "--output" || a.text == "-O" && name == "wget" || a.text == "--output-document") {
+				writes = append(writes, args[i+1].text)
+			}
+		}
+		return nil, writes
+	case "echo", "printf", "cd", "pushd", "popd", ":", "true", "false":
+		return nil, nil
 	}
-	return nil, nil
+	// Any other program: operands that look like paths are read.
+	for _, o := range ops {
+		if strings.Contains(o, "/") || o[0] == '.' || o[0] == '~' {
+			reads = append(reads, o)
+		}
+	}
+	return reads, nil
 }
