@@ -184,6 +184,7 @@ func (w *Witness) ListEvidence(ctx context.Context, after int64) ([]Evidence, er
 			return nil, fmt.Errorf("listing evidence: %w", err)
 		}
 		e.Time, e.OldSize = time.Unix(t, 0).UTC(), uint64(old)
+		e.Proof = []string{}
 		if proof != "" {
 			e.Proof = strings.Split(proof, "\n")
 		}
