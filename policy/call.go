@@ -40,8 +40,9 @@ var reservedActions = map[string]bool{
 // callEnv is the per-call state: paths, and the entities built for the
 // call's requests. It is the EntityGetter for evaluation.
 type callEnv struct {
-	resolved              bool // realHome and realProject are set
 	e                     *Engine
+	resolved              bool     // realHome and realProject are set
+	links                 resolver // symlinks resolved for this call
 	cwd, home, project    string
 	realHome, realProject string
 	ents                  types.EntityMap

@@ -45,28 +45,40 @@ func (x *callEnv) absPath(p string) (string, error) {
 // realPath resolves every existing symlink in the clean absolute path p,
 // including a dangling final link, and keeps the non-existent rest as is.
 func realPath(p string) string {
-	return realPathDepth(p, 0)
+	return (&resolver{}).real(p, 0)
 }
 
-func realPathDepth(p string, depth int) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	dir, base := filepath.Split(p)
-	dir = filepath.Clean(dir)
-	if depth > 40 || dir == p || base == "" {
+// resolver resolves symlinks one path component at a time, remembering
+// what it resolved for the paths of one call.
+type resolver struct {
+	cache map[string]string
+}
+
+func (r *resolver) real(p string, depth int) string {
+	if p == "/" || p == "." || p == "" {
 		return p
 	}
-	rd := realPathDepth(dir, depth+1)
+	if v, ok := r.cache[p]; ok {
+		return v
+	}
+	if depth > 40 {
+		return p // a symlink loop: leave the rest unresolved
+	}
+	dir, base := filepath.Split(p)
+	rd := r.real(filepath.Clean(dir), depth+1)
 	q := filepath.Join(rd, base)
 	if fi, err := os.Lstat(q); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		if t, err := os.Readlink(q); err == nil {
 			if !filepath.IsAbs(t) {
 				t = filepath.Join(rd, t)
 			}
-			return realPathDepth(filepath.Clean(t), depth+1)
+			q = r.real(filepath.Clean(t), depth+1)
 		}
 	}
+	if r.cache == nil {
+		r.cache = make(map[string]string)
+	}
+	r.cache[p] = q
 	return q
 }
 
@@ -118,13 +130,13 @@ func (x *callEnv) fileEntity(p string) (types.EntityUID, error) {
 	if !x.resolved {
 		x.resolved = true
 		if x.project != "" {
-			x.realProject = realPath(x.project)
+			x.realProject = x.links.real(x.project, 0)
 		}
 		if x.home != "" {
-			x.realHome = realPath(x.home)
+			x.realHome = x.links.real(x.home, 0)
 		}
 	}
-	real := realPath(abs)
+	real := x.links.real(abs, 0)
 	var parents []types.EntityUID
 	seen := make(map[types.EntityUID]bool)
 	add := func(u types.EntityUID) {

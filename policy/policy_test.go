@@ -542,3 +542,53 @@ func TestParseURL(t *testing.T) {
 		})
 	}
 }
+
+func TestRealPath(t *testing.T) {
+	f := newFixture(t)
+	for _, l := range [][2]string{{"loop1", "loop2"}, {"loop2", "loop1"}, {"up", ".."}} {
+		if err := os.Symlink(l[1], filepath.Join(f.proj, l[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, path, want string
+	}{
+		{"plain", f.proj + "/main.go", f.proj + "/main.go"},
+		{"missing", f.proj + "/new/dir/x.go", f.proj + "/new/dir/x.go"},
+		{"relative link", f.proj + "/dotenv-link", f.proj + "/.env"},
+		{"dir link", f.proj + "/link-ssh/id_rsa", f.home + "/.ssh/id_rsa"},
+		{"dangling link", f.proj + "/dangling", f.home + "/.bashrc"},
+		{"dotdot link", f.proj + "/up/proj/up/.ssh", f.home + "/.ssh"},
+		{"loop", f.proj + "/loop1/x", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := realPath(tt.path)
+			if tt.want != "" && got != tt.want {
+				t.Errorf("realPath(%s) = %s, want %s", tt.path, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecideConcurrent(t *testing.T) {
+	f := newFixture(t)
+	e := defaultEngine(t)
+	cmds := map[string]string{"ls -la": Allow, "ls; rm -rf /": Deny, "git push": RequireApproval}
+	done := make(chan bool)
+	for range 8 {
+		go func() {
+			defer func() { done <- true }()
+			for range 20 {
+				for cmd, want := range cmds {
+					if d := e.Decide(context.Background(), f.call("Bash", bashInput(cmd))); d.Decision != want {
+						t.Errorf("Decide(%q) = %s, want %s", cmd, d.Decision, want)
+					}
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+}
