@@ -20,8 +20,8 @@ func (w *Witness) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 
 // statusOf maps an add-checkpoint error to the tlog-witness status code.
 func statusOf(err error) int {
-	var conflict *ConflictError
-	var inconsistent *InconsistencyError
+	var conflict *conflictError
+	var inconsistent *inconsistencyError
 	var tooLarge *http.MaxBytesError
 	switch {
 	case err == nil:
@@ -75,7 +75,7 @@ func (w *Witness) serveAddCheckpoint(rw http.ResponseWriter, r *http.Request) {
 	}
 	w.logger.LogAttrs(r.Context(), level, "add-checkpoint", attrs...)
 
-	var conflict *ConflictError
+	var conflict *conflictError
 	switch {
 	case status == http.StatusOK:
 		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -153,24 +153,24 @@ var (
 	errProofNotEmpty = errors.New("consistency proof between equal trees is not empty")
 )
 
-// ConflictError reports that the old size of a request is not the size of the
+// conflictError reports that the old size of a request is not the size of the
 // latest checkpoint cosigned for the log (409 Conflict).
-type ConflictError struct {
+type conflictError struct {
 	// Size is the size of the latest cosigned checkpoint (0 if none).
 	Size uint64
 }
 
-func (e *ConflictError) Error() string {
+func (e *conflictError) Error() string {
 	return fmt.Sprintf("old size does not match the latest cosigned size %d", e.Size)
 }
 
-// InconsistencyError reports a checkpoint that does not extend the latest
+// inconsistencyError reports a checkpoint that does not extend the latest
 // cosigned one (422 Unprocessable Entity). The request was stored as evidence.
-type InconsistencyError struct {
+type inconsistencyError struct {
 	Evidence Evidence
 }
 
-func (e *InconsistencyError) Error() string {
+func (e *inconsistencyError) Error() string {
 	if e.Evidence.Kind == EvidenceFork {
 		return fmt.Sprintf("fork: checkpoint of size %d has another root than the cosigned one (evidence %d)",
 			e.Evidence.OldSize, e.Evidence.ID)
@@ -224,7 +224,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, body []byte) (c checkpoint,
 		return c, nil, err
 	}
 	if req.OldSize != latest.size {
-		return c, nil, &ConflictError{Size: latest.size}
+		return c, nil, &conflictError{Size: latest.size}
 	}
 	if latest.note != nil {
 		if c.Size == latest.size && bytes.Equal(c.Root, latest.root) && len(req.Proof) > 0 {
@@ -238,7 +238,7 @@ func (w *Witness) addCheckpoint(ctx context.Context, body []byte) (c checkpoint,
 			kind = EvidenceInconsistent
 		}
 		if kind != "" {
-			e := &InconsistencyError{Evidence{
+			e := &inconsistencyError{Evidence{
 				Origin:    origin,
 				Kind:      kind,
 				Time:      time.Now().UTC().Truncate(time.Second),
