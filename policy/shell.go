@@ -67,6 +67,15 @@ type shellWalker struct {
 	depth   int
 	names   map[*syntax.CallExpr][]string // program names per call, for pipeline context
 	assigns []string                      // assignments for the next invoke
+	stdinOf map[*syntax.CallExpr]stdinSrc
+	stdin   stdinSrc // of the call being unwrapped
+}
+
+// stdinSrc is where a command's standard input comes from, when that can
+// be code for a shell or interpreter.
+type stdinSrc struct {
+	pipe bool         // a pipe: whatever the upstream command prints
+	doc  *syntax.Word // a here-document or here-string
 }
 
 // AnalyzeShell parses a bash command line and returns every simple command
@@ -108,6 +117,7 @@ func (w *shellWalker) parse(src string, wrappers, pipeline []string) (err error)
 				// Every command under the outermost pipe sees every
 				// program in it (an over-approximation for nested ones).
 				names := w.namesIn(n)
+				w.markPiped(n)
 				syntax.Walk(n, func(m syntax.Node) bool {
 					switch m := m.(type) {
 					case *syntax.CallExpr:
@@ -120,6 +130,16 @@ func (w *shellWalker) parse(src string, wrappers, pipeline []string) (err error)
 			}
 		case *syntax.Stmt:
 			err = w.redirects(n)
+			if c, ok := n.Cmd.(*syntax.CallExpr); ok {
+				for _, r := range n.Redirs {
+					switch r.Op {
+					case syntax.Hdoc, syntax.DashHdoc:
+						w.setStdin(c, func(s *stdinSrc) { s.doc = r.Hdoc })
+					case syntax.WordHdoc:
+						w.setStdin(c, func(s *stdinSrc) { s.doc = r.Word })
+					}
+				}
+			}
 		case *syntax.CallExpr:
 			err = w.call(n, wrappers, appendUniq(append([]string(nil), pipeline...), pipes[n]...))
 		}
@@ -185,10 +205,37 @@ func (w *shellWalker) redirects(s *syntax.Stmt) error {
 	return nil
 }
 
+func (w *shellWalker) setStdin(c *syntax.CallExpr, f func(*stdinSrc)) {
+	if w.stdinOf == nil {
+		w.stdinOf = make(map[*syntax.CallExpr]stdinSrc)
+	}
+	s := w.stdinOf[c]
+	f(&s)
+	w.stdinOf[c] = s
+}
+
+// markPiped records that the commands on the right of a pipe read it.
+func (w *shellWalker) markPiped(b *syntax.BinaryCmd) {
+	syntax.Walk(b, func(m syntax.Node) bool {
+		if p, ok := m.(*syntax.BinaryCmd); ok && (p.Op == syntax.Pipe || p.Op == syntax.PipeAll) {
+			syntax.Walk(p.Y, func(n syntax.Node) bool {
+				if c, ok := n.(*syntax.CallExpr); ok {
+					w.setStdin(c, func(s *stdinSrc) { s.pipe = true })
+				}
+				return true
+			})
+		}
+		return true
+	})
+}
+
 func (w *shellWalker) call(c *syntax.CallExpr, wrappers, pipeline []string) error {
 	if len(c.Args) == 0 {
 		return nil // assignments only; their substitutions are walked
 	}
+	saved := w.stdin
+	w.stdin = w.stdinOf[c]
+	defer func() { w.stdin = saved }()
 	// Programs in substitutions inside the arguments feed this command.
 	for _, a := range c.Args {
 		for _, part := range a.Parts {
@@ -373,7 +420,7 @@ func (w *shellWalker) invoke(argv []arg, wrappers, pipeline []string) error {
 			cmd.Dynamic = true
 		}
 	}
-	cmd.Inline = inlineCode(name, args)
+	cmd.Inline = inlineCode(name, args) || w.codeOnStdin(name, args)
 	cmd.Reads, cmd.Writes = pathArgs(name, args)
 	w.res.Commands = append(w.res.Commands, cmd)
 
@@ -572,7 +619,49 @@ func (w *shellWalker) shell(args []arg, inner, pipeline []string) error {
 			return nil // a script file, read as a path argument
 		}
 	}
+	if hasC {
+		return nil
+	}
+	// The shell reads its commands from standard input.
+	if w.stdin.doc != nil {
+		doc := w.stdin.doc
+		w.stdin = stdinSrc{}
+		return w.script(w.word(doc), inner, pipeline)
+	}
 	return nil
+}
+
+// codeOnStdin reports an interpreter or shell without a script argument
+// whose standard input is a pipe (code printed by another command) or, for
+// interpreters, a here-document. Shells parse literal here-documents instead.
+func (w *shellWalker) codeOnStdin(name string, args []arg) bool {
+	if !w.stdin.pipe && w.stdin.doc == nil {
+		return false
+	}
+	shell := false
+	switch strings.TrimRight(name, "0123456789.") {
+	case "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "rbash":
+		shell = true
+	case "python", "pypy", "node", "nodejs", "perl", "ruby", "php", "lua", "bun", "deno", "osascript", "Rscript", "irb":
+	default:
+		return false
+	}
+	for _, a := range args {
+		if a.text == "-c" && shell {
+			return false
+		}
+		if a.text == "-" {
+			break
+		}
+		if len(a.text) > 1 && (a.text[0] == '-' || a.text[0] == '+') {
+			continue
+		}
+		return false // a script file
+	}
+	if shell {
+		return w.stdin.pipe
+	}
+	return true
 }
 
 // find handles -exec/-execdir/-ok/-okdir COMMAND ... ; or +. The {}
