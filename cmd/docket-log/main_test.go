@@ -22,8 +22,8 @@ import (
 
 	f_log "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/formats/proof"
-	"github.com/transparency-dev/merkle/rfc6962"
 	mproof "github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
 	tclient "github.com/transparency-dev/tessera/client"
 	"golang.org/x/mod/sumdb/note"
 
@@ -141,7 +141,7 @@ func (p *proc) stop() error {
 // testLog is a log key and storage directory.
 type testLog struct {
 	dir, key, vkey, addr string
-	verifier          note.Verifier
+	verifier             note.Verifier
 }
 
 func newTestLog(t *testing.T) *testLog {

@@ -1,0 +1,109 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docketlog/docket/receipts"
+)
+
+// fakeServer answers POST /add from a fakeLog: the first busy requests get
+// 503 + Retry-After, entries containing reject get 422, duplicates keep
+// their index.
+type fakeServer struct {
+	mu    sync.Mutex
+	log   *fakeLog
+	index map[string]uint64
+	busy  int
+	posts int
+}
+
+func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.posts++
+	if f.busy > 0 {
+		f.busy--
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, `{"error":"overloaded","message":"busy"}`, 503)
+		return
+	}
+	if bytes.Contains(body, []byte("reject")) {
+		http.Error(w, `{"error":"bad_signature","message":"no"}`, 422)
+		return
+	}
+	idx, ok := f.index[string(body)]
+	if !ok {
+		idx = f.log.tree.Size()
+		f.index[string(body)] = idx
+		f.log.tree.AppendData(body)
+	}
+	w.Write(f.log.prove(nil, nil, idx))
+}
+
+func TestSync(t *testing.T) {
+	fl := newFakeLog(t, "example.com/log")
+	fs := &fakeServer{log: fl, index: map[string]uint64{}, busy: 3}
+	srv := httptest.NewServer(fs)
+	defer srv.Close()
+
+	st := Open(t.TempDir())
+	if err := st.WriteConfig(Config{LogURL: srv.URL, LogKey: fl.vkey}); err != nil {
+		t.Fatal(err)
+	}
+	priv, kf := receipts.GenerateKey()
+	if err := receipts.WriteKeyFile(st.KeyPath(), kf); err != nil {
+		t.Fatal(err)
+	}
+	appendReceipt := func(tool string) {
+		_, err := st.Append("s1", AppendOptions{}, func(l Link) ([]byte, error) {
+			return receipts.Sign(priv, receipts.Payload{Type: "protectmcp:decision", SessionID: "s1",
+				Sequence: l.Sequence, PreviousReceiptHash: l.Previous, ToolName: tool})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 4 {
+		appendReceipt("Read")
+	}
+	opts := SyncOptions{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Concurrency: 2}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res, err := st.Sync(ctx, opts)
+	if err != nil || res.Stored != 4 || res.Pending != 0 || len(res.Errors) != 0 {
+		t.Fatalf("Sync = %+v, %v; want 4 stored, none pending", res, err)
+	}
+	pv, _ := NewProofVerifier(fl.vkey, nil)
+	recs, _ := st.Receipts("s1")
+	for i, r := range recs {
+		p, err := os.ReadFile(st.ProofPath("s1", int64(i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pv.VerifyReceipt(priv.Public().(ed25519.PublicKey), r, p); err != nil {
+			t.Errorf("VerifyReceipt(%d) = %v", i+1, err)
+		}
+	}
+
+	// A rejected receipt is reported and stays pending; others still sync.
+	appendReceipt("reject")
+	appendReceipt("Write")
+	posts := fs.posts
+	res, err = st.Sync(ctx, opts)
+	if err != nil || res.Stored != 1 || res.Pending != 1 || len(res.Errors) != 1 {
+		t.Errorf("Sync with a rejected receipt = %+v, %v; want 1 stored, 1 pending, 1 error", res, err)
+	}
+	if fs.posts-posts != 2 {
+		t.Errorf("Sync posted %d times, want 2 (a rejection is not retried)", fs.posts-posts)
+	}
+}
