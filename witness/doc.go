@@ -35,7 +35,9 @@
 //	     is that size and a newline, with Content-Type text/x.tlog.size
 //	422  the consistency proof does not verify, or the checkpoint has the size
 //	     of the latest cosigned checkpoint but another root hash (a fork);
-//	     the request is stored as evidence and nothing is cosigned
+//	     the request is stored as evidence (once per checkpoint the log
+//	     signed) and nothing is cosigned; a non-empty proof between two
+//	     identical trees is also 422, without evidence
 //	200  the cosignature line(s), after the checkpoint was durably recorded
 //	500  database or signing failure; 503 if the request was cancelled
 //
