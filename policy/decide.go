@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,11 +70,29 @@ func (r Request) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 	}
-	return json.Marshal(struct {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err = enc.Encode(struct {
 		plain
 		Context        json.RawMessage `json:"context"`
 		ResourceEntity json.RawMessage `json:"resource_entity,omitempty"`
 	}{plain(r), ctx, res})
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
+}
+
+// JSON renders the decision with every request, its context and resource
+// entity, indented and without HTML escaping: the output of
+// `docket policy eval`.
+func (d Decision) JSON() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(d); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func deny(reason, msg string) Decision {

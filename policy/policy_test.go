@@ -464,6 +464,10 @@ func TestDecisionJSON(t *testing.T) {
 	if !strings.Contains(string(back.Requests[3].ResourceEntity), `"in_project":true`) {
 		t.Errorf("Write request resource = %s, want in_project true", back.Requests[3].ResourceEntity)
 	}
+	pretty, err := d.JSON()
+	if err != nil || !strings.Contains(string(pretty), `"command": "ls | grep x > out.txt"`) {
+		t.Errorf("Decision.JSON() = %s, %v, want unescaped indented JSON", pretty, err)
+	}
 }
 
 func TestDecideNeverPanics(t *testing.T) {
