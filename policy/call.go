@@ -107,6 +107,7 @@ type toolInput struct {
 	NotebookPath string `json:"notebook_path"`
 	Path         string `json:"path"`
 	Pattern      string `json:"pattern"`
+	Glob         string `json:"glob"`
 	Command      string `json:"command"`
 	Description  string `json:"description"`
 	URL          string `json:"url"`
@@ -194,7 +195,22 @@ func (x *callEnv) build(c Call) ([]built, error) {
 		if p == "" {
 			p = "."
 		}
-		return out, fileReq(name, p, false)
+		if err := fileReq(name, p, false); err != nil {
+			return nil, err
+		}
+		// A glob filter names the files whose contents are searched
+		// (".env*"): check it as a file under the path too.
+		if in.Glob != "" {
+			for _, g := range expandBraces(in.Glob, 64) {
+				if !filepath.IsAbs(g) && !strings.HasPrefix(g, "~") {
+					g = filepath.Join(p, g)
+				}
+				if err := fileReq(name, g, false); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return out, nil
 	case "Glob":
 		p := in.Path
 		if p == "" {
@@ -317,6 +333,47 @@ func (x *callEnv) dynEntity(uid types.EntityUID, parents ...types.EntityUID) {
 type urlError struct{ msg string }
 
 func (e *urlError) Error() string { return e.msg }
+
+// expandBraces expands {a,b} alternatives in a glob, up to max results.
+func expandBraces(g string, max int) []string {
+	i := strings.IndexByte(g, '{')
+	if i < 0 || max <= 1 {
+		return []string{g}
+	}
+	depth, j := 0, i
+	var alts []string
+	start := i + 1
+	for ; j < len(g); j++ {
+		switch g[j] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+		case ',':
+			if depth == 1 {
+				alts = append(alts, g[start:j])
+				start = j + 1
+			}
+		}
+		if depth == 0 {
+			break
+		}
+	}
+	if j >= len(g) {
+		return []string{g} // unbalanced: taken literally
+	}
+	alts = append(alts, g[start:j])
+	var out []string
+	for _, a := range alts {
+		for _, e := range expandBraces(g[:i]+a+g[j+1:], max-len(out)) {
+			if len(out) >= max {
+				return out
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
 
 // globPrefix returns the directory part of a glob pattern before its first
 // component with a glob character.

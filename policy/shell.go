@@ -491,6 +491,41 @@ func (w *shellWalker) invoke(argv []arg, wrappers, pipeline []string) error {
 		return w.joined(rest, inner, pipeline)
 	case "eval":
 		return w.joined(args, inner, pipeline)
+	case "trap":
+		if len(args) > 0 && !strings.HasPrefix(args[0].text, "-") {
+			return w.script(args[0], inner, pipeline)
+		}
+		return nil
+	case "su", "runuser", "script", "sg":
+		for i, a := range args {
+			if (a.text == "-c" || a.text == "--command") && i+1 < len(args) {
+				return w.script(args[i+1], inner, pipeline)
+			}
+			if v, ok := strings.CutPrefix(a.text, "--command="); ok {
+				return w.script(arg{text: v, lit: a.lit}, inner, pipeline)
+			}
+		}
+		return nil
+	case "parallel":
+		rest := skipOpts(args, "jSP", []string{"--jobs", "--sshlogin"})
+		for i, a := range rest {
+			if a.text == ":::" || a.text == "::::" {
+				rest = rest[:i:i]
+				break
+			}
+		}
+		if len(rest) == 0 {
+			return nil
+		}
+		return w.invoke(append(rest, arg{text: "$(arguments)"}), inner, pipeline)
+	case "chroot":
+		rest := skipOpts(args, "", []string{"--userspec", "--groups"})
+		if len(rest) > 0 {
+			rest = rest[1:] // new root
+		}
+		return w.invoke(rest, inner, pipeline)
+	case "strace", "ltrace":
+		return w.invoke(skipOpts(args, "oepsuEaIXPb", nil), inner, pipeline)
 	case "find":
 		return w.find(args, inner, pipeline)
 	case "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "rbash":
@@ -718,7 +753,31 @@ func inlineCode(name string, args []arg) bool {
 		flags = []string{"-r"}
 	case "deno":
 		return len(args) > 0 && args[0].text == "eval"
+	case "awk", "gawk", "mawk", "nawk", "busybox-awk":
+		// awk programs can run commands: system(), print | "cmd", "cmd" | getline.
+		for _, a := range args {
+			if a.text == "-f" || strings.HasPrefix(a.text, "--file") {
+				return false
+			}
+			if !strings.HasPrefix(a.text, "-") {
+				return strings.Contains(a.text, "system") || strings.Contains(a.text, "|") || !a.lit
+			}
+		}
+		return false
 	default:
+		// Options of other programs that run a command.
+		for _, a := range args {
+			t := a.text
+			switch {
+			case strings.Contains(t, "ProxyCommand"), strings.Contains(t, "LocalCommand"),
+				strings.HasPrefix(t, "--to-command"), strings.HasPrefix(t, "--checkpoint-action"),
+				strings.HasPrefix(t, "--use-compress-program"), strings.HasPrefix(t, "--rsh"),
+				strings.HasPrefix(t, "--upload-pack"), strings.HasPrefix(t, "--receive-pack"),
+				strings.HasPrefix(t, "--unzip-command"), t == "-TT",
+				name == "tar" && t == "-I", name == "rsync" && t == "-e":
+				return true
+			}
+		}
 		return false
 	}
 	for _, a := range args {
