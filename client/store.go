@@ -90,6 +90,11 @@ func (s *Store) KeyPath() string { return filepath.Join(s.Dir, KeyFile) }
 // PolicyDir returns the directory of the project's *.cedar files.
 func (s *Store) PolicyDir() string { return filepath.Join(s.Dir, PolicyDir) }
 
+// PolicyValidatedPath returns the path of the file that records which
+// policy digest was last validated against which schema, so that hooks can
+// skip re-validating an unchanged policy.
+func (s *Store) PolicyValidatedPath() string { return filepath.Join(s.Dir, "policy.validated") }
+
 // SpoolDir returns the directory where hook events that could not be
 // receipted are kept.
 func (s *Store) SpoolDir() string { return filepath.Join(s.Dir, SpoolDir) }
@@ -203,28 +208,15 @@ type Head struct {
 	Size int64 `json:"size"`
 }
 
-// headState is the content of the head state file: the head and the
-// decisions still waiting for their execution receipt.
-type headState struct {
-	Head
-	Pending []Pending `json:"pending,omitempty"`
-}
-
 // Pending is a decision (allow or require_approval) that an execution
-// receipt may still follow.
+// receipt links to.
 type Pending struct {
-	// Key identifies the call: its tool_use_id, or CallKey's hash.
-	Key      string `json:"key"`
-	Hash     string `json:"hash"`     // chain hash of the decision receipt
-	Decision string `json:"decision"` // allow or require_approval
-	ToolName string `json:"tool"`
+	Hash     string // chain hash of the decision receipt
+	Decision string // allow or require_approval
+	ToolName string
 	// IssuedAt is when the decision was signed, in Unix milliseconds.
-	IssuedAt int64 `json:"at"`
+	IssuedAt int64
 }
-
-// maxPending bounds the decisions remembered in the head state; older ones
-// are found by scanning the chain.
-const maxPending = 128
 
 // Link is what Append tells the function that builds the next receipt.
 type Link struct {
@@ -232,19 +224,18 @@ type Link struct {
 	Sequence int64
 	// Previous is the chain hash of the previous receipt ("" at genesis).
 	Previous string
-	// Decision is the pending decision found for AppendOptions.Executes, if any.
+	// Decision is the decision found for AppendOptions.Executes, if any.
 	Decision *Pending
 }
 
 // AppendOptions refine an Append.
 type AppendOptions struct {
-	// Executes, if set, names the call whose decision the new receipt
-	// executes; the decision is looked up (in the head state, else in the
-	// chain) and passed to the build function in Link.Decision.
+	// Executes, if set, names the call (its tool_use_id, or CallKey) whose
+	// decision the new receipt executes. The latest PreToolUse allow or
+	// require_approval receipt of that call that no execution links to yet
+	// is looked up, from the end of the chain, and passed to the build
+	// function in Link.Decision. The pre hook's hot path never pays for this.
 	Executes string
-	// Remember, if set, records the new receipt as a pending decision under
-	// this key, for a later execution receipt to link to.
-	Remember *Pending
 }
 
 // ErrChainCorrupt is returned when the chain's last line is not a receipt
@@ -258,10 +249,7 @@ var ErrChainCorrupt = errors.New("session chain is corrupt")
 // state. It returns the new head. Append creates the sessions directory and
 // the chain as needed.
 func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]byte, error)) (Head, error) {
-	if err := os.MkdirAll(filepath.Join(s.Dir, SessionsDir), 0o700); err != nil {
-		return Head{}, fmt.Errorf("appending receipt: %w", err)
-	}
-	f, err := os.OpenFile(s.ChainPath(session), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openCreate(s.ChainPath(session))
 	if err != nil {
 		return Head{}, fmt.Errorf("appending receipt: %w", err)
 	}
@@ -275,18 +263,20 @@ func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]b
 	if err != nil {
 		return Head{}, fmt.Errorf("appending receipt: %w", err)
 	}
-	st, err := s.readHead(session, f, fi.Size())
+	// The head state file is only touched under the chain's lock.
+	hf, err := openCreate(s.headPath(session))
+	if err != nil {
+		return Head{}, fmt.Errorf("appending receipt: %w", err)
+	}
+	defer hf.Close()
+	st, err := s.readHead(hf, f, fi.Size())
 	if err != nil {
 		return Head{}, err
 	}
 	link := Link{Sequence: st.Sequence + 1, Previous: st.Hash}
 	if opts.Executes != "" {
-		if i := slices.IndexFunc(st.Pending, func(p Pending) bool { return p.Key == opts.Executes }); i >= 0 {
-			p := st.Pending[i]
-			link.Decision = &p
-			st.Pending = slices.Delete(st.Pending, i, i+1)
-		} else if p, err := findDecision(f, st.Size, opts.Executes, session); err == nil && p != nil {
-			link.Decision = p
+		if link.Decision, err = findDecision(f, st.Size, opts.Executes, session); err != nil {
+			return Head{}, fmt.Errorf("finding the decision: %w", err)
 		}
 	}
 	rec, err := build(link)
@@ -305,19 +295,25 @@ func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]b
 	if err := f.Sync(); err != nil {
 		return Head{}, fmt.Errorf("appending receipt: %w", err)
 	}
-	st.Head = Head{Sequence: link.Sequence, Hash: receipts.ChainHash(rec), Size: st.Size + int64(len(line))}
-	if opts.Remember != nil {
-		p := *opts.Remember
-		p.Hash = st.Hash
-		st.Pending = append(st.Pending, p)
-		if n := len(st.Pending) - maxPending; n > 0 {
-			st.Pending = slices.Delete(st.Pending, 0, n)
+	st = Head{Sequence: link.Sequence, Hash: receipts.ChainHash(rec), Size: st.Size + int64(len(line))}
+	// The head state is a cache: it is not fsynced, because a lost, torn or
+	// stale head is detected (size mismatch, bad JSON) and recovered from
+	// the chain. A failure to write it costs the next append a recovery.
+	_ = writeHead(hf, st)
+	return st, nil
+}
+
+// openCreate opens a file of the store for reading and writing, creating it
+// (and its directory) when needed.
+func openCreate(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
 		}
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	}
-	// The head state is a cache: it is not fsynced, because a lost or torn
-	// head is detected (size mismatch, bad JSON) and recovered from the chain.
-	_ = s.writeHead(session, st)
-	return st.Head, nil
+	return f, err
 }
 
 // Head returns the current head of a session chain without changing it.
@@ -337,11 +333,7 @@ func (s *Store) Head(session string) (Head, error) {
 	if err != nil {
 		return Head{}, err
 	}
-	h, err := s.recoverHead(f, fi.Size(), false)
-	if err != nil {
-		return Head{}, err
-	}
-	return h.Head, nil
+	return s.recoverHead(f, fi.Size(), false)
 }
 
 func flock(f *os.File) error {
@@ -354,11 +346,11 @@ func flock(f *os.File) error {
 }
 
 // readHead returns the head state of a chain whose file (locked, of the
-// given size) is f: the state file when it matches the chain, else the head
-// recovered from the chain's last line.
-func (s *Store) readHead(session string, f *os.File, size int64) (headState, error) {
-	var st headState
-	if data, err := os.ReadFile(s.headPath(session)); err == nil {
+// given size) is f: the state file hf when it matches the chain, else the
+// head recovered from the chain's last line.
+func (s *Store) readHead(hf, f *os.File, size int64) (Head, error) {
+	var st Head
+	if data, err := io.ReadAll(hf); err == nil {
 		if json.Unmarshal(data, &st) == nil && st.Size == size && (size == 0) == (st.Sequence == 0) {
 			return st, nil
 		}
@@ -372,45 +364,45 @@ const tailWindow = 64 << 10
 // recoverHead rebuilds the head from the chain's last complete line. With
 // repair set, an incomplete last line (an append that failed before it was
 // acknowledged) is cut off.
-func (s *Store) recoverHead(f *os.File, size int64, repair bool) (headState, error) {
+func (s *Store) recoverHead(f *os.File, size int64, repair bool) (Head, error) {
 	if size == 0 {
-		return headState{}, nil
+		return Head{}, nil
 	}
 	tail, off, err := readTail(f, size)
 	if err != nil {
-		return headState{}, fmt.Errorf("recovering chain head: %w", err)
+		return Head{}, fmt.Errorf("recovering chain head: %w", err)
 	}
 	end := bytes.LastIndexByte(tail, '\n') + 1
 	if end == 0 {
 		if off > 0 {
-			return headState{}, fmt.Errorf("%w: last line longer than %d bytes", ErrChainCorrupt, tailWindow)
+			return Head{}, fmt.Errorf("%w: last line longer than %d bytes", ErrChainCorrupt, tailWindow)
 		}
 		// Nothing but a partial first line.
 	}
 	if end < len(tail) && repair {
 		if err := f.Truncate(off + int64(end)); err != nil {
-			return headState{}, fmt.Errorf("recovering chain head: %w", err)
+			return Head{}, fmt.Errorf("recovering chain head: %w", err)
 		}
 	}
 	size = off + int64(end)
 	tail = tail[:end]
 	if len(bytes.TrimSpace(tail)) == 0 {
 		if off > 0 {
-			return headState{}, fmt.Errorf("%w: cannot find the last receipt", ErrChainCorrupt)
+			return Head{}, fmt.Errorf("%w: cannot find the last receipt", ErrChainCorrupt)
 		}
-		return headState{Head: Head{Size: size}}, nil
+		return Head{Size: size}, nil
 	}
 	lines := receipts.SplitLines(tail)
 	last := lines[len(lines)-1]
 	seq, err := sequenceOf(last)
 	if err != nil {
-		return headState{}, err
+		return Head{}, err
 	}
 	h, err := receipts.Hash(last)
 	if err != nil {
-		return headState{}, fmt.Errorf("%w: %v", ErrChainCorrupt, err)
+		return Head{}, fmt.Errorf("%w: %v", ErrChainCorrupt, err)
 	}
-	return headState{Head: Head{Sequence: seq, Hash: h, Size: size}}, nil
+	return Head{Sequence: seq, Hash: h, Size: size}, nil
 }
 
 // readTail reads up to tailWindow bytes from the end of a file of the given
@@ -436,42 +428,64 @@ func sequenceOf(rec []byte) (int64, error) {
 	return r.Payload.Sequence, nil
 }
 
-// findDecision scans a chain (the first size bytes of f) backwards for the
-// latest decision receipt of the call named key that no execution receipt
-// has consumed yet. It is the slow path of execution linking, used only when
-// the head state has lost track of the decision.
+// findDecision looks, from the end of a chain (the first size bytes of f),
+// for the latest PreToolUse allow or require_approval receipt of the call
+// named key (its tool_use_id, or CallKey of session, tool and input hash)
+// that no execution receipt links to yet. It reads the chain's tail first,
+// and the whole chain only when the decision is not there. It returns nil
+// when there is no such decision.
 func findDecision(f *os.File, size int64, key, session string) (*Pending, error) {
-	data := make([]byte, size)
-	if _, err := f.ReadAt(data, 0); err != nil && err != io.EOF {
-		return nil, err
-	}
-	lines := receipts.SplitLines(data)
 	consumed := make(map[string]bool)
-	for i := len(lines) - 1; i >= 0; i-- {
-		var r struct {
-			Payload receipts.Payload `json:"payload"`
+	for window := int64(tailWindow); ; window = size {
+		off := max(0, size-window)
+		data := make([]byte, size-off)
+		if _, err := f.ReadAt(data, off); err != nil && err != io.EOF {
+			return nil, err
 		}
-		if json.Unmarshal(lines[i], &r) != nil {
-			continue
+		if off > 0 {
+			// Drop the partial first line of the window.
+			data = data[bytes.IndexByte(data, '\n')+1:]
 		}
-		p := r.Payload
-		if p.DecisionReceiptHash != "" {
-			consumed[p.DecisionReceiptHash] = true
-			continue
-		}
-		if p.HookEvent != "PreToolUse" || (p.Decision != receipts.Allow && p.Decision != receipts.RequireApproval) {
-			continue
-		}
-		if (p.ToolUseID != "" && p.ToolUseID == key) || CallKey(session, p.ToolName, p.ToolInputHash) == key {
-			h, err := receipts.Hash(lines[i])
-			if err != nil || consumed[h] {
-				continue
+		lines := receipts.SplitLines(data)
+		for i := len(lines) - 1; i >= 0; i-- {
+			if p := matchDecision(lines[i], key, session, consumed); p != nil {
+				return p, nil
 			}
-			at, _ := time.Parse(time.RFC3339Nano, p.IssuedAt)
-			return &Pending{Key: key, Hash: h, Decision: p.Decision, ToolName: p.ToolName, IssuedAt: at.UnixMilli()}, nil
 		}
+		if off == 0 {
+			return nil, nil
+		}
+		clear(consumed) // the whole chain is read next, from its start
 	}
-	return nil, nil
+}
+
+// matchDecision returns the decision of one chain line if it is the
+// unconsumed decision of the call named key; it records the decisions
+// execution lines consume.
+func matchDecision(line []byte, key, session string, consumed map[string]bool) *Pending {
+	var r struct {
+		Payload receipts.Payload `json:"payload"`
+	}
+	if json.Unmarshal(line, &r) != nil {
+		return nil
+	}
+	p := r.Payload
+	if p.DecisionReceiptHash != "" {
+		consumed[p.DecisionReceiptHash] = true
+		return nil
+	}
+	if p.HookEvent != "PreToolUse" || (p.Decision != receipts.Allow && p.Decision != receipts.RequireApproval) {
+		return nil
+	}
+	if !(p.ToolUseID != "" && p.ToolUseID == key) && CallKey(session, p.ToolName, p.ToolInputHash) != key {
+		return nil
+	}
+	h, err := receipts.Hash(line)
+	if err != nil || consumed[h] {
+		return nil
+	}
+	at, _ := time.Parse(time.RFC3339Nano, p.IssuedAt)
+	return &Pending{Hash: h, Decision: p.Decision, ToolName: p.ToolName, IssuedAt: at.UnixMilli()}
 }
 
 // CallKey returns the key that links an execution to its decision when the
@@ -482,15 +496,24 @@ func CallKey(session, toolName, toolInputHash string) string {
 	return "call:" + hex.EncodeToString(sum[:16])
 }
 
-func (s *Store) writeHead(session string, st headState) error {
+// headBlock is the size of the head state file: its content is padded with
+// spaces to it, so that it is always rewritten in place.
+const headBlock = 256
+
+// writeHead rewrites the head state file in place.
+func writeHead(hf *os.File, st Head) error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
-	// Write and rename so that readers never see a torn state file.
-	tmp := s.headPath(session) + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	n := (len(data) + headBlock) / headBlock * headBlock
+	data = append(data, bytes.Repeat([]byte(" "), n-len(data))...)
+	data[n-1] = '\n'
+	if _, err := hf.WriteAt(data, 0); err != nil {
 		return err
 	}
-	return os.Rename(tmp, s.headPath(session))
+	if fi, err := hf.Stat(); err == nil && fi.Size() > int64(n) {
+		return hf.Truncate(int64(n))
+	}
+	return nil
 }

@@ -108,7 +108,7 @@ func TestExecutionLink(t *testing.T) {
 			s := Open(t.TempDir())
 			key := testKey(t)
 			call := CallKey("s", "Bash", "")
-			appendDecision(t, s, key, "s", receipts.Allow, AppendOptions{Remember: &Pending{Key: call, Decision: receipts.Allow, ToolName: "Bash"}})
+			appendDecision(t, s, key, "s", receipts.Allow, AppendOptions{})
 			appendDecision(t, s, key, "s", receipts.Deny, AppendOptions{})
 			if lostHead {
 				os.Remove(s.headPath("s"))
@@ -211,4 +211,39 @@ func TestConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestExecutionLinkScan(t *testing.T) {
+	s := Open(t.TempDir())
+	key := testKey(t)
+	call := CallKey("s", "Bash", "")
+	first := appendDecision(t, s, key, "s", receipts.Allow, AppendOptions{})
+	second := appendDecision(t, s, key, "s", receipts.Allow, AppendOptions{})
+	// Push the decisions out of the tail window: the whole chain is read.
+	for range 150 {
+		appendDecision(t, s, key, "s", receipts.Deny, AppendOptions{})
+	}
+	for _, want := range []Head{second, first} {
+		var got *Pending
+		if _, err := s.Append("s", AppendOptions{Executes: call}, func(l Link) ([]byte, error) {
+			if got = l.Decision; got == nil {
+				return nil, fmt.Errorf("no decision found")
+			}
+			return receipts.Sign(key, receipts.Payload{Type: receipts.TypeDecision, SessionID: "s", Sequence: l.Sequence, PreviousReceiptHash: l.Previous, HookEvent: "PostToolUse", ToolName: "Bash", Decision: got.Decision, DecisionReceiptHash: got.Hash})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got.Hash != want.Hash {
+			t.Fatalf("Append(Executes) linked %s, want the latest unexecuted decision %s", got.Hash, want.Hash)
+		}
+	}
+	if _, err := s.Append("s", AppendOptions{Executes: call}, func(l Link) ([]byte, error) {
+		if l.Decision != nil {
+			t.Fatalf("Append(Executes) found %+v, want no decision left", l.Decision)
+		}
+		return receipts.Sign(key, receipts.Payload{Type: receipts.TypeDecision, SessionID: "s", Sequence: l.Sequence, PreviousReceiptHash: l.Previous, HookEvent: "PostToolUse", ToolName: "Bash"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	verifyAll(t, s, key, "s", 155)
 }

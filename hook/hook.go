@@ -153,7 +153,7 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 				policyc <- loaded{err: fmt.Errorf("panic loading policy: %.200v", r)}
 			}
 		}()
-		eng, err := policy.LoadDir(opts.Store.PolicyDir())
+		eng, err := LoadPolicy(opts.Store)
 		policyc <- loaded{eng, err}
 	}()
 	data, err := io.ReadAll(io.LimitReader(stdin, MaxInput+1))
@@ -191,11 +191,7 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 		return block("gate error: internal deadline exceeded; the call is blocked")
 	}
 
-	var remember *client.Pending
-	if d.Decision == policy.Allow || d.Decision == policy.RequireApproval {
-		remember = &client.Pending{Key: ev.CallKey(), Decision: d.Decision, ToolName: ev.ToolName, IssuedAt: time.Now().UnixMilli()}
-	}
-	head, err := opts.Store.Append(ev.SessionID, client.AppendOptions{Remember: remember}, func(l client.Link) ([]byte, error) {
+	head, err := opts.Store.Append(ev.SessionID, client.AppendOptions{}, func(l client.Link) ([]byte, error) {
 		latency := time.Since(opts.Start).Milliseconds()
 		return receipts.Sign(key, receipts.Payload{
 			Type:                receipts.TypeDecision,
@@ -458,4 +454,46 @@ func drainSpool(opts Options) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// schemaHash identifies the agent schema policies are validated against.
+var schemaHash = sha256Ref(policy.Schema)
+
+// LoadPolicy loads the store's policy: every *.cedar file directly in its
+// policy directory, in name order. Validating the policies against the
+// schema is the slowest part of loading them, so a policy set already
+// validated against this schema (recorded in the store by a previous load)
+// is not validated again; parsing, @id checks, per-request validation and
+// deny-on-error still run every time.
+func LoadPolicy(s *client.Store) (*policy.Engine, error) {
+	dir := s.PolicyDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading policy directory: %w", err)
+	}
+	var files []policy.File
+	for _, de := range ents {
+		if de.IsDir() || !strings.HasSuffix(de.Name(), ".cedar") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, de.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("reading policy: %w", err)
+		}
+		files = append(files, policy.File{Name: de.Name(), Data: data})
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no .cedar files in %s", dir)
+	}
+	var o policy.Options
+	mark, _ := os.ReadFile(s.PolicyValidatedPath())
+	if digest, schema, ok := strings.Cut(strings.TrimSpace(string(mark)), " "); ok && schema == schemaHash {
+		o.ValidatedDigest = digest
+	}
+	eng, err := o.Load(files...)
+	if err == nil && eng.Digest() != o.ValidatedDigest {
+		// Best effort: without the record the next load validates again.
+		_ = os.WriteFile(s.PolicyValidatedPath(), []byte(eng.Digest()+" "+schemaHash+"\n"), 0o600)
+	}
+	return eng, err
 }
