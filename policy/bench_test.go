@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"os"
 	"testing"
 )
 
@@ -72,6 +73,40 @@ func BenchmarkLoadDefaultValidated(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := opts.Load(File{Name: DefaultName, Data: Default}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecideBash20 decides the BenchmarkDecideBash call against a
+// file of exactly 20 policies.
+func BenchmarkDecideBash20(b *testing.B) {
+	f := newFixture(b)
+	e, err := LoadFiles("../testdata/policy/bench/twenty.cedar")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n := len(e.Check().Policies); n != 20 {
+		b.Fatalf("twenty.cedar has %d policies", n)
+	}
+	c := f.call("Bash", bashInput("git status && go test ./... 2>&1 | tail -20 > test.log"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := e.Decide(b.Context(), c); d.Decision != Allow {
+			b.Fatalf("Decide() = %+v", d)
+		}
+	}
+}
+
+// BenchmarkLoad20 loads and validates the 20-policy file.
+func BenchmarkLoad20(b *testing.B) {
+	data, err := os.ReadFile("../testdata/policy/bench/twenty.cedar")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(File{Name: "twenty.cedar", Data: data}); err != nil {
 			b.Fatal(err)
 		}
 	}

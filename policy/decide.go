@@ -152,7 +152,7 @@ func (e *Engine) evaluate(ctx context.Context, x *callEnv, reqs []built) Decisio
 			req:       b.req,
 		}
 		r.resource, _ = x.ents[b.req.Resource]
-		if b.declared {
+		if b.declared && e.validator != nil {
 			if err := e.validator.Request(types.Request(b.req)); err != nil {
 				r.Decision = Deny
 				r.Errors = append(r.Errors, "request does not match the agent schema: "+oneLine(err.Error()))

@@ -60,7 +60,7 @@ type Engine struct {
 	ids       []string                // policy ids in file order
 	ask       map[cedar.PolicyID]bool // forbids annotated @on_deny("ask")
 	digest    string
-	validator *validate.Validator
+	validator *validate.Validator // nil when loaded with a validated digest
 	actions   actionTable
 	extra     []string // actions referenced by policies but not in the base schema
 }
@@ -149,17 +149,25 @@ func (o Options) Load(files ...File) (*Engine, error) {
 	for _, en := range all {
 		refs = append(refs, referencedActions(en.pol)...)
 	}
-	sch, err := buildSchema(refs)
-	if err != nil {
-		return nil, err
-	}
-	e.validator = sch.validator
-	e.actions = sch.actions
-	e.extra = sch.extra
+	var err error
 	if e.digest, err = receipts.PolicyDigest(e.files); err != nil {
 		return nil, err
 	}
 	skip := o.ValidatedDigest != "" && o.ValidatedDigest == e.digest
+	if skip {
+		// No schema parsing at all: the action hierarchy is known.
+		if e.actions, e.extra, err = quickActions(refs); err != nil {
+			return nil, err
+		}
+	} else {
+		sch, err := buildSchema(refs)
+		if err != nil {
+			return nil, err
+		}
+		e.validator = sch.validator
+		e.actions = sch.actions
+		e.extra = sch.extra
+	}
 	var verrs []error
 	for _, en := range all {
 		if skip {

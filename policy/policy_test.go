@@ -618,3 +618,61 @@ func TestDecideConcurrent(t *testing.T) {
 		<-done
 	}
 }
+
+func TestQuickActions(t *testing.T) {
+	tests := []struct {
+		name string
+		refs []string
+	}{
+		{"base", nil},
+		{"extras", []string{"mcp__github__create_issue", "mcp__github", "mcp__slack", "Frobnicate", "mcp__ide__getDiagnostics"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sch, err := buildSchema(tt.refs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			quick, extra, err := quickActions(tt.refs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(extra, ",") != strings.Join(sch.extra, ",") {
+				t.Errorf("quickActions(%v) extra = %v, want %v", tt.refs, extra, sch.extra)
+			}
+			if len(quick) != len(sch.actions) {
+				t.Errorf("quickActions(%v) has %d actions, want %d", tt.refs, len(quick), len(sch.actions))
+			}
+			for uid, want := range sch.actions {
+				got, ok := quick[uid]
+				if !ok || !got.Parents.Equal(want.Parents) {
+					t.Errorf("quickActions(%v)[%s] = %v, want parents %v", tt.refs, uid, got.Parents, want.Parents)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadValidatedDigest(t *testing.T) {
+	f := newFixture(t)
+	full := defaultEngine(t)
+	quick, err := Options{ValidatedDigest: full.Digest()}.Load(File{Name: DefaultName, Data: Default})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if quick.validator != nil {
+		t.Errorf("Options.Load with the matching digest validated anyway")
+	}
+	for _, cmd := range []string{"ls", "ls; rm -rf /", "git push", "frobnicate"} {
+		c := f.call("Bash", bashInput(cmd))
+		a, b := full.Decide(t.Context(), c), quick.Decide(t.Context(), c)
+		if a.Decision != b.Decision || a.Reason != b.Reason || strings.Join(a.PolicyIDs, ",") != strings.Join(b.PolicyIDs, ",") {
+			t.Errorf("Decide(%q) = %s %s %v with validated digest, want %s %s %v", cmd, b.Decision, b.Reason, b.PolicyIDs, a.Decision, a.Reason, a.PolicyIDs)
+		}
+	}
+	// A wrong digest validates, and so still rejects a bad policy.
+	bad := File{Name: "bad.cedar", Data: []byte(`@id("x") permit (principal, action == Action::"Read", resource) when { resource.size > 1 };`)}
+	if _, err := (Options{ValidatedDigest: full.Digest()}).Load(bad); err == nil {
+		t.Errorf("Options{other digest}.Load(bad policy) = nil error, want schema error")
+	}
+}

@@ -164,3 +164,57 @@ func parseSchema(src []byte) (*resolved.Schema, error) {
 	}
 	return s.Resolve()
 }
+
+// baseActions is the action hierarchy of schema.cedarschema, so that an
+// Engine loaded with a validated digest need not parse the schema.
+// TestQuickActions keeps the two in step.
+var baseActions = map[string][]string{
+	"FileRead": nil, "FileWrite": nil, "Exec": nil, "Network": nil, "Mcp": nil,
+	"Read": {"FileRead"}, "Glob": {"FileRead"}, "Grep": {"FileRead"}, "LS": {"FileRead"},
+	"Write": {"FileWrite"}, "Edit": {"FileWrite"}, "MultiEdit": {"FileWrite"}, "NotebookEdit": {"FileWrite"},
+	"Bash": {"Exec"}, "ExecCommand": {"Exec"},
+	"WebFetch": {"Network"}, "WebSearch": {"Network"},
+	"Task": nil, "TodoWrite": nil, "ExitPlanMode": nil, "BashOutput": nil, "KillShell": nil, "SlashCommand": nil,
+	"mcp__ide": {"Mcp"}, "mcp__ide__getDiagnostics": {"mcp__ide", "Mcp"}, "mcp__ide__executeCode": {"mcp__ide", "Mcp"},
+}
+
+// quickActions builds the action table buildSchema would, without the schema.
+func quickActions(refs []string) (actionTable, []string, error) {
+	parents := make(map[string][]string, len(baseActions)+len(refs))
+	for name, ps := range baseActions {
+		parents[name] = ps
+	}
+	var extra []string
+	for _, name := range refs {
+		if _, ok := baseActions[name]; ok || slices.Contains(extra, name) {
+			continue
+		}
+		if !safeActionName(name) {
+			return nil, nil, fmt.Errorf("action name %q is not a tool name", name)
+		}
+		extra = append(extra, name)
+		server, tool, isMCP := splitMCP(name)
+		switch {
+		case isMCP && tool == "":
+			parents[name] = []string{"Mcp"}
+		case isMCP:
+			parents[name] = []string{mcpPrefix + server, "Mcp"}
+			if _, ok := parents[mcpPrefix+server]; !ok {
+				parents[mcpPrefix+server] = []string{"Mcp"}
+			}
+		default:
+			parents[name] = nil
+		}
+	}
+	slices.Sort(extra)
+	t := make(actionTable, len(parents))
+	for name, ps := range parents {
+		uids := make([]types.EntityUID, len(ps))
+		for i, p := range ps {
+			uids[i] = actionUID(p)
+		}
+		uid := actionUID(name)
+		t[uid] = types.Entity{UID: uid, Parents: types.NewEntityUIDSet(uids...)}
+	}
+	return t, extra, nil
+}
