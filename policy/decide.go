@@ -163,7 +163,11 @@ func (e *Engine) evaluate(ctx context.Context, x *callEnv, reqs []built) Decisio
 				continue
 			}
 		}
-		dec, diag := cedar.Authorize(e.set, x, b.req)
+		var pols cedar.PolicyIterator = e.set
+		if sub, ok := e.byAction[b.req.Action]; ok {
+			pols = sub
+		}
+		dec, diag := cedar.Authorize(pols, x, b.req)
 		for _, de := range diag.Errors {
 			r.Errors = append(r.Errors, fmt.Sprintf("policy %q: %s", de.PolicyID, oneLine(de.Message)))
 			r.PolicyIDs = appendUniq(r.PolicyIDs, string(de.PolicyID))

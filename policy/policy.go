@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	cedar "github.com/cedar-policy/cedar-go"
+	"github.com/cedar-policy/cedar-go/types"
 	"github.com/cedar-policy/cedar-go/x/exp/schema/validate"
 	"github.com/docketlog/docket/receipts"
 )
@@ -63,6 +64,9 @@ type Engine struct {
 	validator *validate.Validator // nil when loaded with a validated digest
 	actions   actionTable
 	extra     []string // actions referenced by policies but not in the base schema
+	// byAction holds, per known action, the policies whose action scope
+	// can match it; a policy left out would evaluate to false without error.
+	byAction map[types.EntityUID]policySubset
 }
 
 var parseErrRE = regexp.MustCompile(`parse error at <input>:(\d+):(\d+)\s*(.*)`)
@@ -96,10 +100,7 @@ func (o Options) Load(files ...File) (*Engine, error) {
 		set: cedar.NewPolicySet(),
 		ask: make(map[cedar.PolicyID]bool),
 	}
-	type entry struct {
-		id  cedar.PolicyID
-		pol *cedar.Policy
-	}
+	type entry = policyEntry
 	var all []entry
 	seen := make(map[cedar.PolicyID]string)
 	names := make(map[string]bool)
@@ -182,6 +183,17 @@ func (o Options) Load(files ...File) (*Engine, error) {
 	}
 	if len(verrs) > 0 {
 		return nil, errors.Join(verrs...)
+	}
+	e.byAction = make(map[types.EntityUID]policySubset, len(e.actions))
+	for uid := range e.actions {
+		anc := e.actions.ancestors(uid)
+		var sub policySubset
+		for _, en := range all {
+			if scopeMayMatch(policyAST(en.pol).Action, uid, anc) {
+				sub = append(sub, policyEntry{en.id, en.pol})
+			}
+		}
+		e.byAction[uid] = sub
 	}
 	return e, nil
 }

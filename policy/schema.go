@@ -3,6 +3,7 @@ package policy
 import (
 	_ "embed"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -217,4 +218,57 @@ func quickActions(refs []string) (actionTable, []string, error) {
 		t[uid] = types.Entity{UID: uid, Parents: types.NewEntityUIDSet(uids...)}
 	}
 	return t, extra, nil
+}
+
+// ancestors returns the transitive action groups of uid.
+func (t actionTable) ancestors(uid types.EntityUID) map[types.EntityUID]bool {
+	seen := make(map[types.EntityUID]bool)
+	todo := []types.EntityUID{uid}
+	for len(todo) > 0 {
+		u := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for p := range t[u].Parents.All() {
+			if !seen[p] {
+				seen[p] = true
+				todo = append(todo, p)
+			}
+		}
+	}
+	return seen
+}
+
+// scopeMayMatch reports whether an action scope can be true for uid.
+func scopeMayMatch(scope xast.IsActionScopeNode, uid types.EntityUID, anc map[types.EntityUID]bool) bool {
+	switch s := scope.(type) {
+	case xast.ScopeTypeEq:
+		return s.Entity == uid
+	case xast.ScopeTypeIn:
+		return s.Entity == uid || anc[s.Entity]
+	case xast.ScopeTypeInSet:
+		for _, e := range s.Entities {
+			if e == uid || anc[e] {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+type policyEntry struct {
+	id  cedar.PolicyID
+	pol *cedar.Policy
+}
+
+// policySubset is a cedar.PolicyIterator over some of an Engine's policies.
+type policySubset []policyEntry
+
+func (s policySubset) All() iter.Seq2[cedar.PolicyID, *cedar.Policy] {
+	return func(yield func(cedar.PolicyID, *cedar.Policy) bool) {
+		for _, e := range s {
+			if !yield(e.id, e.pol) {
+				return
+			}
+		}
+	}
 }
