@@ -1,0 +1,125 @@
+package hook
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/docketlog/docket/policy"
+)
+
+// TestParseEventMapping checks how each agent's tool calls are mapped to the
+// Claude Code calls the policy decides.
+func TestParseEventMapping(t *testing.T) {
+	type call struct {
+		Tool  string
+		Input map[string]any
+		Cwd   string
+	}
+	tests := []struct {
+		name  string
+		agent Agent
+		event string
+		want  []call
+	}{
+		{"claude Bash", Claude, `{"session_id":"s","cwd":"/p","tool_name":"Bash","tool_input":{"command":"ls"}}`,
+			[]call{{"Bash", map[string]any{"command": "ls"}, "/p"}}},
+		{"claude MCP", Claude, `{"session_id":"s","cwd":"/p","tool_name":"mcp__github__create_issue","tool_input":{"title":"x"}}`,
+			[]call{{"mcp__github__create_issue", map[string]any{"title": "x"}, "/p"}}},
+		{"gemini shell in a subdirectory", Gemini, `{"session_id":"s","cwd":"/p","hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{"command":"go vet","dir_path":"sub"}}`,
+			[]call{{"Bash", map[string]any{"command": "go vet", "description": ""}, "/p/sub"}}},
+		{"gemini read_file", Gemini, `{"session_id":"s","cwd":"/p","tool_name":"read_file","tool_input":{"absolute_path":"/p/a.go"}}`,
+			[]call{{"Read", map[string]any{"file_path": "/p/a.go"}, "/p"}}},
+		{"gemini replace", Gemini, `{"session_id":"s","cwd":"/p","tool_name":"replace","tool_input":{"file_path":"/p/a.go","old_string":"a","new_string":"b"}}`,
+			[]call{{"Edit", map[string]any{"file_path": "/p/a.go", "old_string": "a", "new_string": "b"}, "/p"}}},
+		{"gemini web_fetch with two URLs", Gemini, `{"session_id":"s","cwd":"/p","tool_name":"web_fetch","tool_input":{"prompt":"compare https://go.dev/a and https://evil.example/b."}}`,
+			[]call{
+				{"WebFetch", map[string]any{"url": "https://go.dev/a", "prompt": "compare https://go.dev/a and https://evil.example/b."}, "/p"},
+				{"WebFetch", map[string]any{"url": "https://evil.example/b", "prompt": "compare https://go.dev/a and https://evil.example/b."}, "/p"},
+			}},
+		{"gemini MCP from mcp_context", Gemini, `{"session_id":"s","cwd":"/p","tool_name":"create_issue","tool_input":{},"mcp_context":{"server_name":"github","tool_name":"create_issue"}}`,
+			[]call{{"mcp__github__create_issue", map[string]any{}, "/p"}}},
+		{"codex argv shell", Codex, `{"session_id":"s","cwd":"/p","tool_name":"shell","tool_input":{"command":["bash","-lc","rm -rf /"],"workdir":"/w"}}`,
+			[]call{{"Bash", map[string]any{"command": "rm -rf /", "description": ""}, "/w"}}},
+		{"codex apply_patch", Codex, `{"session_id":"s","cwd":"/p","tool_name":"apply_patch","tool_input":{"command":"*** Begin Patch\n*** Update File: a.go\n*** Move to: /etc/b.go\n*** Add File: c.go\n*** End Patch"}}`,
+			[]call{
+				{"Edit", map[string]any{"file_path": "a.go"}, "/p"},
+				{"Write", map[string]any{"file_path": "/etc/b.go"}, "/p"},
+				{"Write", map[string]any{"file_path": "c.go"}, "/p"},
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, err := ParseEvent(tt.agent, Pre, []byte(tt.event), "/p")
+			if err != nil {
+				t.Fatalf("ParseEvent(%s) = %v", tt.name, err)
+			}
+			var got []call
+			for _, c := range ev.Calls {
+				var in map[string]any
+				if err := json.Unmarshal(c.ToolInput, &in); err != nil {
+					t.Fatal(err)
+				}
+				if c.Agent != string(tt.agent) {
+					t.Fatalf("ParseEvent(%s) call agent = %q, want %q", tt.name, c.Agent, tt.agent)
+				}
+				got = append(got, call{c.ToolName, in, c.Cwd})
+			}
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(tt.want)
+			if string(gj) != string(wj) {
+				t.Fatalf("ParseEvent(%s) calls = %s, want %s", tt.name, gj, wj)
+			}
+		})
+	}
+}
+
+// TestCallKey checks that a decision and its execution agree on the key
+// that links them, with and without a tool_use_id.
+func TestCallKey(t *testing.T) {
+	for _, id := range []string{`"tool_use_id":"toolu_1",`, ""} {
+		pre, err := ParseEvent(Claude, Pre, []byte(`{`+id+`"session_id":"s","tool_name":"Bash","tool_input":{"command":"ls", "timeout": 1}}`), "/p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		post, err := ParseEvent(Claude, Post, []byte(`{`+id+`"session_id":"s","tool_name":"Bash","tool_input":{"timeout":1,"command":"ls"},"tool_response":{"stdout":""}}`), "/p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pre.CallKey() != post.CallKey() || pre.ToolInputHash != post.ToolInputHash || post.ToolOutputHash == "" {
+			t.Fatalf("CallKey() = %q and %q (input hashes %s, %s), want equal keys for one call", pre.CallKey(), post.CallKey(), pre.ToolInputHash, post.ToolInputHash)
+		}
+	}
+}
+
+// FuzzParseEvent checks that no hook input crashes the parser and that
+// whatever it accepts for pre has a session, a tool and calls to decide.
+func FuzzParseEvent(f *testing.F) {
+	seeds, _ := filepath.Glob(filepath.Join("..", "testdata", "hook", "*", "*.json"))
+	for _, s := range seeds {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, uint8(0))
+		f.Add(data, uint8(1))
+		f.Add(data, uint8(2))
+	}
+	f.Add([]byte(`{"session_id":"s","tool_name":"web_fetch","tool_input":{"prompt":"x://"}}`), uint8(1))
+	agents := []Agent{Claude, Gemini, Codex}
+	f.Fuzz(func(t *testing.T, data []byte, a uint8) {
+		agent := agents[int(a)%len(agents)]
+		ev, err := ParseEvent(agent, Pre, data, "/p")
+		if err != nil {
+			return
+		}
+		if ev.SessionID == "" || ev.ToolName == "" || len(ev.Calls) == 0 || ev.ToolInputHash == "" {
+			t.Fatalf("ParseEvent(%q) = %+v, want a session, a tool and calls", data, ev)
+		}
+		if slices.ContainsFunc(ev.Calls, func(c policy.Call) bool { return !filepath.IsAbs(c.Cwd) }) {
+			t.Fatalf("ParseEvent(%q) gave a call with a relative cwd", data)
+		}
+	})
+}
