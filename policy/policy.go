@@ -3,19 +3,35 @@
 // DESIGN §4.
 //
 // A call is normalized by the hook layer into a [Call] carrying a Claude Code
-// tool name. [Engine.Decide] maps it to one or more Cedar requests against
-// the agent schema shipped with this package (schema.cedarschema): one
-// request for the tool itself, one ExecCommand request for every simple
-// command anywhere in a Bash command line, one Write request per write
-// redirection or written path, and so on. Every request must be allowed by
-// the policies; any evaluation error, shell parse error, dynamic program
-// name or malformed input denies. A forbid policy annotated
-// @on_deny("ask") turns its denial into "require_approval".
+// tool name. [Engine.Decide] maps it to Cedar requests against the agent
+// schema shipped with this package ([Schema], schema.cedarschema), all with
+// principal Agent::"<client>":
+//
+//	Read, Write, Edit, MultiEdit, NotebookEdit  Action::"<tool>" on File::"<path>"
+//	Glob, Grep, LS                              Action::"<tool>" on File::"<dir>" (and the Grep glob)
+//	Bash                                        Action::"Bash" on Tool::"Bash", plus
+//	                                            Action::"ExecCommand" on Program::"<name>" per simple command,
+//	                                            Action::"Write" / Action::"Read" on File per redirection
+//	                                            and per path operand of known programs
+//	WebFetch                                    Action::"WebFetch" on URL::"<url>" (parents: Domain chain)
+//	mcp__<server>__<tool>                       Action::"mcp__<server>__<tool>" on Tool::"<name>"
+//	anything else                               Action::"<name>" on Tool::"<name>"
+//
+// Actions are grouped under FileRead, FileWrite, Exec, Network and Mcp, and
+// MCP tools under Action::"mcp__<server>". Every request must be allowed;
+// any evaluation error (cedar-go skips an erroring policy, so an erroring
+// forbid would otherwise stop forbidding), shell parse error, dynamic
+// program name, unusable URL or malformed input denies. A forbid policy
+// annotated @on_deny("ask") turns its denial into "require_approval" when
+// every denial of the call is such a forbid; @reason("…") on a policy gives
+// the one-line message.
 //
 // Paths are cleaned and symlinks resolved in Go before Cedar sees them,
 // because Cedar's like operator lets * match "/" and "..". A policy is a
-// guard rail, not a sandbox: aliases, PATH lookups, scripts run by allowed
-// programs and symlink races all escape it.
+// guard rail, not a sandbox: aliases, functions defined in earlier calls,
+// PATH lookups, scripts and build files run by allowed programs (make, npm,
+// go generate), programs that run code from their own options or scripts
+// (sed's e command, git aliases) and symlink races all escape it.
 package policy
 
 import (
