@@ -223,6 +223,10 @@ func TestSession(t *testing.T) {
 	}
 
 	pl := p.verify(t, claudeSession)
+	chain := filepath.Join(".docket", "sessions", claudeSession+".jsonl")
+	if r := p.run(t, nil, nil, "verify", "-key-file", filepath.Join(".docket", "issuer.key"), chain); r.code != 0 {
+		t.Fatalf("docket verify = exit %d\n%s%s\nwant exit 0 (every receipt valid)", r.code, r.stdout, r.stderr)
+	}
 	decisions := map[string]receipts.Payload{}
 	var nDecisions, nExec, nDeny int
 	for i, r := range pl {
