@@ -117,6 +117,8 @@ func TestDecideBash(t *testing.T) {
 		{name: "git commit heredoc", cmd: "git commit -m \"$(cat <<'EOF'\nfix: things\nEOF\n)\"", want: Allow},
 		{name: "bash -c allowed", cmd: "bash -c 'go vet ./... && go test ./...'", want: Allow},
 		{name: "env example", cmd: "cat .env.example", want: Allow},
+		{name: "builtins", cmd: "set -euo pipefail; source .venv/bin/activate && pytest -q; exit $?", want: Allow},
+		{name: "npm scripts", cmd: "npm ci && npx eslint src --fix && npm test -- --watch=false", want: Allow},
 		{name: "awk print", cmd: "awk '{print $1}' main.go | sort | uniq -c", want: Allow},
 		{name: "heredoc to bash allowed", cmd: "bash <<'EOF'\nls\ngo vet ./...\nEOF", want: Allow},
 		{name: "python script in pipe", cmd: "ls | python3 tools/count.py", want: Allow},
