@@ -1,13 +1,19 @@
 package hook_test
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/docketlog/docket/receipts"
 )
@@ -447,5 +453,45 @@ func TestPolicyCommands(t *testing.T) {
 	writePolicy(`@id("a") permit (principal, action, resource) when { ; `)(t, p)
 	if r := p.run(t, nil, nil, "policy", "check"); r.code != 2 || !strings.Contains(r.stderr, "parse error") {
 		t.Fatalf("policy check of a broken policy = exit %d (%s), want exit 2 and the parse error", r.code, r.stderr)
+	}
+}
+
+// TestPostStartsSync checks that, with a log configured, the post hook
+// starts a detached docket sync that submits the receipts, and returns
+// without waiting for it.
+func TestPostStartsSync(t *testing.T) {
+	got := make(chan string, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.Method + " " + r.URL.Path:
+		default:
+		}
+		// Refuse for good, so that the sync gives up at once.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"error":"malformed","message":"test log"}`))
+	}))
+	defer srv.Close()
+	_, vkey, err := note.GenerateKey(rand.Reader, "test.example/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProject(t)
+	cfg, _ := json.Marshal(map[string]string{"log_url": srv.URL, "log_key": vkey})
+	writeFile(t, filepath.Join(p.dir, ".docket", "config.json"), cfg, 0o644)
+
+	if r := p.run(t, p.fixture(t, "claude/pre-bash.json", nil), nil, "hook", "pre"); r.code != 0 {
+		t.Fatalf("Pre = exit %d (%s), want 0", r.code, r.stderr)
+	}
+	if r := p.run(t, p.fixture(t, "claude/post-bash.json", nil), nil, "hook", "post"); r.code != 0 {
+		t.Fatalf("Post = exit %d (%s), want 0", r.code, r.stderr)
+	}
+	select {
+	case req := <-got:
+		if req != "POST /add" {
+			t.Fatalf("the sync started by the post hook sent %q, want POST /add", req)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no receipt reached the log: the post hook did not start docket sync")
 	}
 }

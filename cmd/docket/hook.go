@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -130,13 +131,22 @@ func runHook(args []string) int {
 }
 
 // startSync starts `docket sync` for the store, detached in its own session
-// with no terminal, and does not wait for it.
+// with no terminal, and does not wait for it. When a sync is already running
+// (it holds the store's sync lock) none is started: the running one rescans
+// the chains before it exits.
 func startSync(s *client.Store) {
+	if f, err := os.Open(filepath.Join(s.Dir, client.SyncLockFile)); err == nil {
+		busy := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil
+		f.Close()
+		if busy {
+			return
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return
 	}
-	cmd := exec.Command(exe, "sync")
+	cmd := exec.Command(exe, "sync", "-dir", s.Project)
 	cmd.Dir = s.Project
 	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+s.Project)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
