@@ -1,7 +1,9 @@
 package log
 
 import (
+	"context"
 	"crypto/sha256"
+	"sync/atomic"
 	"path/filepath"
 	"testing"
 
@@ -37,4 +39,27 @@ func BenchmarkIndexLookup(b *testing.B) {
 			b.Fatal(ok, err)
 		}
 	}
+}
+
+// BenchmarkAdd measures Add end to end (parse, verify, dedup, sequence,
+// publish, prove) with many concurrent callers, as a profile target.
+func BenchmarkAdd(b *testing.B) {
+	l, _ := newTestLogB(b)
+	defer l.Close(context.Background())
+	priv, _ := receipts.GenerateKey()
+	leaves := make([][]byte, b.N)
+	for i := range leaves {
+		leaves[i] = testEntry(b, priv, "bench", int64(i+1))
+	}
+	var next atomic.Int64
+	b.SetParallelism(512)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1) - 1
+			if _, err := l.Add(context.Background(), leaves[i]); err != nil {
+				b.Error(err)
+			}
+		}
+	})
 }

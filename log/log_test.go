@@ -38,6 +38,25 @@ func testEntry(t testing.TB, key ed25519.PrivateKey, session string, seq int64) 
 	return leaf
 }
 
+func newTestLogB(b *testing.B) (*Log, note.Verifier) {
+	dir := b.TempDir()
+	kf := filepath.Join(dir, "log.key")
+	vkey, err := GenerateKeyFile(kf, "example.com/bench-log")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, _, err := LoadSigner(kf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, _ := note.NewVerifier(vkey)
+	l, err := New(b.Context(), Config{StorageDir: filepath.Join(dir, "storage"), Signer: s, VKey: vkey, MaxInFlight: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l, v
+}
+
 func newTestLog(t *testing.T, dir string, mod func(*Config)) (*Log, note.Verifier) {
 	t.Helper()
 	kf := filepath.Join(dir, "log.key")

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	f_log "github.com/transparency-dev/formats/log"
-	"github.com/transparency-dev/tessera/client"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
 )
 
 // publisher tracks the published checkpoint and wakes requests waiting
@@ -32,9 +37,11 @@ type published struct {
 	at   time.Time // when the log first saw it
 	next chan struct{}
 
-	// pbMu guards pb, which is not safe for concurrent use.
-	pbMu sync.Mutex
-	pb   *client.ProofBuilder
+	// nodesMu guards nodes and tiles: the tree nodes and hash tiles read or
+	// computed so far for proofs in this checkpoint's tree.
+	nodesMu sync.Mutex
+	nodes   map[compact.NodeID][]byte
+	tiles   map[[2]uint64]*api.HashTile
 }
 
 func (p *publisher) init(l *Log) {
@@ -114,16 +121,71 @@ func (p *publisher) await(ctx context.Context, i uint64) (*published, error) {
 	}
 }
 
-// inclusion returns the inclusion proof of entry i in the checkpoint.
+// inclusion returns the inclusion proof of entry i in the checkpoint's
+// tree. It does what Tessera's client.ProofBuilder does, but keeps every
+// node it computes: proofs for entries of one checkpoint share most nodes,
+// and recomputing a node inside a tile costs up to 255 hashes.
 func (c *published) inclusion(ctx context.Context, l *Log, i uint64) ([][]byte, error) {
-	c.pbMu.Lock()
-	defer c.pbMu.Unlock()
-	if c.pb == nil {
-		pb, err := client.NewProofBuilder(ctx, c.size, l.reader.ReadTile)
+	nodes, err := proof.Inclusion(i, c.size)
+	if err != nil {
+		return nil, err
+	}
+	c.nodesMu.Lock()
+	defer c.nodesMu.Unlock()
+	if c.nodes == nil {
+		c.nodes = make(map[compact.NodeID][]byte)
+		c.tiles = make(map[[2]uint64]*api.HashTile)
+	}
+	hashes := make([][]byte, 0, len(nodes.IDs))
+	for _, id := range nodes.IDs {
+		h, err := c.node(ctx, l, id)
 		if err != nil {
 			return nil, err
 		}
-		c.pb = pb
+		hashes = append(hashes, h)
 	}
-	return c.pb.InclusionProof(ctx, i)
+	return nodes.Rehash(hashes, rfc6962.DefaultHasher.HashChildren)
+}
+
+// node returns the hash of a complete subtree of the checkpoint's tree,
+// computed from the hash tile that holds it. c.nodesMu must be held.
+func (c *published) node(ctx context.Context, l *Log, id compact.NodeID) ([]byte, error) {
+	if h, ok := c.nodes[id]; ok {
+		return h, nil
+	}
+	tl, ti, nl, ni := layout.NodeCoordsToTileAddress(uint64(id.Level), id.Index)
+	t, ok := c.tiles[[2]uint64{tl, ti}]
+	if !ok {
+		raw, err := l.reader.ReadTile(ctx, tl, ti, layout.PartialTileSize(tl, ti, c.size))
+		if err != nil {
+			return nil, fmt.Errorf("reading tile %d/%d: %w", tl, ti, err)
+		}
+		t = new(api.HashTile)
+		if err := t.UnmarshalText(raw); err != nil {
+			return nil, fmt.Errorf("parsing tile %d/%d: %w", tl, ti, err)
+		}
+		c.tiles[[2]uint64{tl, ti}] = t
+	}
+	first := int(ni) << nl
+	last := first + 1<<nl
+	if last > len(t.Nodes) {
+		return nil, fmt.Errorf("tile %d/%d has %d nodes, need [%d, %d)", tl, ti, len(t.Nodes), first, last)
+	}
+	var h []byte
+	if nl == 0 {
+		h = t.Nodes[first]
+	} else {
+		// Split in halves so that the halves are cached too.
+		left, err := c.node(ctx, l, compact.NewNodeID(id.Level-1, 2*id.Index))
+		if err != nil {
+			return nil, err
+		}
+		right, err := c.node(ctx, l, compact.NewNodeID(id.Level-1, 2*id.Index+1))
+		if err != nil {
+			return nil, err
+		}
+		h = rfc6962.DefaultHasher.HashChildren(left, right)
+	}
+	c.nodes[id] = h
+	return h, nil
 }

@@ -1,0 +1,29 @@
+#!/bin/sh
+# bench.sh runs docket-load against docket-log and against Tessera's own POSIX
+# conformance server, one after the other on fresh storage, with the same
+# offered rates, and prints both tables. Usage (from the repository root):
+#
+#	sh cmd/docket-load/bench.sh [RATES] [DURATION] [CLIENTS]
+set -eu
+RATES=${1:-250,500,1000}
+DURATION=${2:-10s}
+CLIENTS=${3:-256}
+W=$(mktemp -d)
+trap 'kill $PID 2>/dev/null || true; rm -rf "$W"' EXIT
+go build -o "$W/docket-log" ./cmd/docket-log
+go build -o "$W/docket-load" ./cmd/docket-load
+GOBIN="$W" go install github.com/transparency-dev/tessera/cmd/conformance/posix@v1.0.4
+
+wait_up() { for _ in $(seq 200); do curl -sf "$1/checkpoint" >/dev/null && return 0; sleep 0.05; done; echo "server did not start" >&2; exit 1; }
+
+"$W/docket-log" -storage-dir "$W/docket" -listen 127.0.0.1:17790 >/dev/null 2>"$W/docket-log.err" &
+PID=$!
+wait_up http://127.0.0.1:17790
+"$W/docket-load" -url http://127.0.0.1:17790 -label docket-log -rates "$RATES" -duration "$DURATION" -clients "$CLIENTS"
+kill $PID; wait $PID 2>/dev/null || true
+
+"$W/docket-load" -keygen "$W/tessera.key"
+"$W/posix" -storage_dir "$W/tessera" -listen 127.0.0.1:17791 -private_key "$W/tessera.key" 2>"$W/tessera.err" &
+PID=$!
+wait_up http://127.0.0.1:17791
+"$W/docket-load" -url http://127.0.0.1:17791 -mode tessera -label tessera-posix -rates "$RATES" -duration "$DURATION" -clients "$CLIENTS" | tail -n +3
