@@ -109,3 +109,37 @@ func FuzzParseURL(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecideTool feeds arbitrary tool names and tool_input bytes.
+func FuzzDecideTool(f *testing.F) {
+	for _, s := range [][2]string{
+		{"Read", `{"file_path":"../../etc/passwd"}`}, {"Glob", `{"pattern":"../**","path":"~"}`},
+		{"Grep", `{"pattern":"x","glob":"*.{a,{b,c}}"}`}, {"WebFetch", `{"url":"https://x@y"}`},
+		{"mcp__a__b", `{"k":[1,2]}`}, {"mcp__", `{}`}, {"Write", `{"file_path":"~root/x"}`}, {"Bash", `null`},
+		{"NotebookEdit", `{"notebook_path":"\u0000"}`}, {"Edit", `{"file_path":{}}`},
+	} {
+		f.Add(s[0], s[1])
+	}
+	e, err := LoadDefault()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, tool, input string) {
+		c := Call{ToolName: tool, ToolInput: json.RawMessage(input), Cwd: fuzzProj, Home: fuzzHome}
+		x, err := newCallEnv(e, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, buildErr := x.build(c) // must not panic
+		d := e.Decide(context.Background(), c)
+		if strings.HasPrefix(d.Message, "internal error") {
+			t.Fatalf("Decide(%q, %q) panicked: %s", tool, input, d.Message)
+		}
+		if buildErr != nil && d.Decision != Deny {
+			t.Fatalf("Decide(%q, %q) = %s after %v", tool, input, d.Decision, buildErr)
+		}
+		if !json.Valid([]byte(input)) && len(strings.TrimSpace(input)) > 0 && d.Decision != Deny {
+			t.Fatalf("Decide(%q, invalid JSON %q) = %s", tool, input, d.Decision)
+		}
+	})
+}
