@@ -292,8 +292,16 @@ func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]b
 		f.Truncate(st.Size) // best effort: never leave half a receipt
 		return Head{}, fmt.Errorf("appending receipt: %w", err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := datasync(f); err != nil {
 		return Head{}, fmt.Errorf("appending receipt: %w", err)
+	}
+	if st.Size == 0 {
+		// A new chain: make its directory entries durable too.
+		for _, dir := range []string{filepath.Join(s.Dir, SessionsDir), s.Dir} {
+			if err := syncDir(dir); err != nil {
+				return Head{}, fmt.Errorf("appending receipt: %w", err)
+			}
+		}
 	}
 	st = Head{Sequence: link.Sequence, Hash: receipts.ChainHash(rec), Size: st.Size + int64(len(line))}
 	// The head state is a cache: it is not fsynced, because a lost, torn or
@@ -301,6 +309,16 @@ func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]b
 	// the chain. A failure to write it costs the next append a recovery.
 	_ = writeHead(hf, st)
 	return st, nil
+}
+
+// syncDir fsyncs a directory, making the entries created in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // openCreate opens a file of the store for reading and writing, creating it

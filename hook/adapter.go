@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/docketlog/docket/policy"
 )
@@ -30,7 +31,10 @@ func str(m map[string]any, keys ...string) string {
 
 // urlRE finds the URLs in a Gemini web_fetch prompt. Anything that looks
 // like a URL is gated, whatever its scheme, so that the policy can refuse it.
-var urlRE = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s<>"'` + "`" + `]+`)
+// It is compiled on first use, off the start-up path of every hook.
+var urlRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s<>"'` + "`" + `]+`)
+})
 
 // geminiCalls maps Gemini CLI's built-in tools to Claude Code's. Gemini
 // names MCP tools mcp__<server>__<tool> like Claude Code; when the event's
@@ -74,7 +78,7 @@ func geminiCalls(tool string, in map[string]any, event map[string]any) ([]policy
 		return calls, nil
 	case "web_fetch":
 		prompt := str(in, "prompt")
-		urls := urlRE.FindAllString(prompt, -1)
+		urls := urlRE().FindAllString(prompt, -1)
 		if u := str(in, "url"); u != "" {
 			urls = append(urls, u)
 		}
