@@ -447,6 +447,7 @@ func execContext(cmd Command) types.RecordMap {
 		"flags":           strSet(flags),
 		"subcommand":      str(sub),
 		"has_inline_code": types.Boolean(cmd.Inline),
+		"stdin_code":      types.Boolean(cmd.StdinCode),
 		"dynamic_args":    types.Boolean(cmd.Dynamic),
 		"pipeline":        strSet(cmd.Pipeline),
 		"wrappers":        strSet(cmd.Wrappers),

@@ -35,16 +35,19 @@ type arg struct {
 
 // Command is one simple command found in a command line, after unwrapping.
 type Command struct {
-	Name     string   // base name of the program ("rm")
-	Path     string   // program as written after unquoting ("/bin/rm")
-	Args     []string // arguments after the program
-	Dynamic  bool     // some argument is not a literal
-	Inline   bool     // interpreter given inline code (python -c, node -e, ...)
-	Pipeline []string // programs in the same pipeline or substitutions feeding it
-	Wrappers []string // wrappers unwrapped to reach it
-	Env      []string // variables assigned for it (X=1 cmd, env X=1 cmd)
-	Reads    []string // path arguments it reads
-	Writes   []string // path arguments it writes, deletes or changes
+	Name    string   // base name of the program ("rm")
+	Path    string   // program as written after unquoting ("/bin/rm")
+	Args    []string // arguments after the program
+	Dynamic bool     // some argument is not a literal
+	Inline  bool     // interpreter given inline code (python -c, node -e, ...)
+	// StdinCode is set for a shell or interpreter reading its program from
+	// a pipe, here-document or substitution (curl … | sh, bash <(…)).
+	StdinCode bool
+	Pipeline  []string // programs in the same pipeline or substitutions feeding it
+	Wrappers  []string // wrappers unwrapped to reach it
+	Env       []string // variables assigned for it (X=1 cmd, env X=1 cmd)
+	Reads     []string // path arguments it reads
+	Writes    []string // path arguments it writes, deletes or changes
 }
 
 // ShellAnalysis is everything a command line will run and touch.
@@ -124,6 +127,16 @@ func (w *shellWalker) parse(src string, wrappers, pipeline []string) (err error)
 						pipes[m] = appendUniq(pipes[m], names...)
 					case *syntax.BinaryCmd:
 						donePipes[m] = true
+					}
+					return true
+				})
+			}
+		case *syntax.ProcSubst:
+			if n.Op == syntax.CmdOut {
+				// >(cmd) reads what the outer command writes.
+				syntax.Walk(n, func(m syntax.Node) bool {
+					if c, ok := m.(*syntax.CallExpr); ok {
+						w.setStdin(c, func(s *stdinSrc) { s.pipe = true })
 					}
 					return true
 				})
@@ -420,7 +433,8 @@ func (w *shellWalker) invoke(argv []arg, wrappers, pipeline []string) error {
 			cmd.Dynamic = true
 		}
 	}
-	cmd.Inline = inlineCode(name, args) || w.codeOnStdin(name, args)
+	cmd.Inline = inlineCode(name, args)
+	cmd.StdinCode = w.codeOnStdin(name, args)
 	cmd.Reads, cmd.Writes = pathArgs(name, args)
 	w.res.Commands = append(w.res.Commands, cmd)
 
@@ -666,11 +680,19 @@ func (w *shellWalker) shell(args []arg, inner, pipeline []string) error {
 	return nil
 }
 
-// codeOnStdin reports an interpreter or shell without a script argument
-// whose standard input is a pipe (code printed by another command) or, for
-// interpreters, a here-document. Shells parse literal here-documents instead.
+// codeOnStdin reports a shell, interpreter or source whose program comes
+// from its input or a substitution rather than a file: `curl … | sh`,
+// `python3 - <<EOF`, `bash <(curl …)`, `source <(…)`, `… | tee >(sh)`.
+// Shells parse literal here-documents instead.
 func (w *shellWalker) codeOnStdin(name string, args []arg) bool {
-	if !w.stdin.pipe && w.stdin.doc == nil {
+	fromInput := w.stdin.pipe || w.stdin.doc != nil
+	if name == "source" || name == "." {
+		for _, a := range args {
+			if !a.lit {
+				return true
+			}
+			return fromInput && (a.text == "/dev/stdin" || a.text == "-")
+		}
 		return false
 	}
 	shell := false
@@ -685,7 +707,10 @@ func (w *shellWalker) codeOnStdin(name string, args []arg) bool {
 		if a.text == "-c" && shell {
 			return false
 		}
-		if a.text == "-" {
+		if !a.lit {
+			return true // a script from a substitution
+		}
+		if a.text == "-" || a.text == "/dev/stdin" {
 			break
 		}
 		if len(a.text) > 1 && (a.text[0] == '-' || a.text[0] == '+') {
@@ -696,7 +721,7 @@ func (w *shellWalker) codeOnStdin(name string, args []arg) bool {
 	if shell {
 		return w.stdin.pipe
 	}
-	return true
+	return fromInput
 }
 
 // find handles -exec/-execdir/-ok/-okdir COMMAND ... ; or +. The {}
