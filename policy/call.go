@@ -32,6 +32,9 @@ const (
 	agentType   = types.EntityType("Agent")
 )
 
+// maxRequests bounds the Cedar requests built for one call.
+const maxRequests = 1024
+
 // reservedActions are schema action names that are not tools.
 var reservedActions = map[string]bool{
 	"FileRead": true, "FileWrite": true, "Exec": true, "Network": true, "Mcp": true, "ExecCommand": true,
@@ -153,7 +156,12 @@ func (x *callEnv) build(c Call) ([]built, error) {
 		return types.NewRecord(m)
 	}
 	var out []built
+	tooMany := false
 	add := func(action string, resource types.EntityUID, ctx types.Record) {
+		if len(out) >= maxRequests {
+			tooMany = true
+			return
+		}
 		uid := actionUID(action)
 		_, declared := x.e.actions[uid]
 		out = append(out, built{
@@ -288,6 +296,9 @@ func (x *callEnv) build(c Call) ([]built, error) {
 			if err := shellFile("Read", p); err != nil {
 				return nil, err
 			}
+		}
+		if tooMany {
+			return nil, badInput("Bash: command line needs more than %d policy requests", maxRequests)
 		}
 		return out, nil
 	case "WebFetch":

@@ -107,7 +107,7 @@ func deny(reason, msg string) Decision {
 func (e *Engine) Decide(ctx context.Context, c Call) (d Decision) {
 	defer func() {
 		if r := recover(); r != nil {
-			d = deny(ReasonGateError, fmt.Sprintf("internal error in policy gate: %v", r))
+			d = deny(ReasonGateError, oneLine(fmt.Sprintf("internal error in policy gate: %v", r)))
 		}
 	}()
 	if e == nil || e.set == nil {

@@ -10,6 +10,9 @@ import (
 	"github.com/cedar-policy/cedar-go/types"
 )
 
+// maxPathLen bounds one path (PATH_MAX on Linux).
+const maxPathLen = 4096
+
 const (
 	fileType      = types.EntityType("File")
 	directoryType = types.EntityType("Directory")
@@ -23,6 +26,9 @@ func (x *callEnv) absPath(p string) (string, error) {
 	}
 	if strings.ContainsRune(p, 0) {
 		return "", errors.New("path contains a NUL byte")
+	}
+	if len(p) > maxPathLen {
+		return "", fmt.Errorf("path longer than %d bytes", maxPathLen)
 	}
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		if x.home == "" {

@@ -226,6 +226,8 @@ func TestDecideBash(t *testing.T) {
 		{name: "hook settings", cmd: "sed -i s/docket/true/ .claude/settings.json", want: Deny},
 		{name: "dynamic redirect", cmd: "echo x > $F", want: Deny, reason: ReasonDynamic},
 		{name: "unknown program", cmd: "frobnicate --all", want: Deny, reason: ReasonDefaultDeny},
+		{name: "too many requests", cmd: "ls" + strings.Repeat(" ./x", 2000), want: Deny, reason: ReasonInvalidInput},
+		{name: "too long path", cmd: "cat ./" + strings.Repeat("a", 5000), want: Deny, reason: ReasonInvalidInput},
 		{name: "parse error", cmd: "echo 'unterminated", want: Deny, reason: ReasonParseError},
 		{name: "parse error nested", cmd: `bash -c "echo 'x"`, want: Deny, reason: ReasonParseError},
 		{name: "shallow nesting", cmd: `bash -c "eval eval sh -c ls"`, want: Allow},
