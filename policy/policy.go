@@ -85,6 +85,8 @@ type Engine struct {
 	byAction map[types.EntityUID]policySubset
 }
 
+var actionLiteralRE = regexp.MustCompile(`Action\s*::\s*"([A-Za-z0-9_.:-]+)"`)
+
 var parseErrRE = regexp.MustCompile(`parse error at <input>:(\d+):(\d+)\s*(.*)`)
 
 // Load parses and validates the given policy files. Every policy must carry
@@ -165,6 +167,14 @@ func (o Options) Load(files ...File) (*Engine, error) {
 	var refs []string
 	for _, en := range all {
 		refs = append(refs, referencedActions(en.pol)...)
+	}
+	// Actions named in conditions (`action in [Action::"mcp__github"]`).
+	for _, f := range files {
+		for _, m := range actionLiteralRE.FindAllSubmatch(f.Data, -1) {
+			if name := string(m[1]); safeActionName(name) {
+				refs = append(refs, name)
+			}
+		}
 	}
 	var err error
 	if e.digest, err = receipts.PolicyDigest(e.files); err != nil {

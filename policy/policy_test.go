@@ -417,6 +417,34 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
+func TestLoadActionInCondition(t *testing.T) {
+	f := newFixture(t)
+	e, err := Load(File{Name: "mcp.cedar", Data: []byte(`
+@id("mcp-permit")
+permit (principal, action in Action::"Mcp", resource);
+
+@id("mcp-ask")
+@on_deny("ask")
+forbid (principal, action in Action::"Mcp", resource)
+unless { action in [Action::"mcp__github", Action::"mcp__ide"] };
+`)})
+	if err != nil {
+		t.Fatalf("Load() error: %v", err)
+	}
+	tests := []struct {
+		tool, want string
+	}{
+		{"mcp__github__get_issue", Allow},
+		{"mcp__ide__getDiagnostics", Allow},
+		{"mcp__slack__post_message", RequireApproval},
+	}
+	for _, tt := range tests {
+		if d := e.Decide(t.Context(), f.call(tt.tool, `{}`)); d.Decision != tt.want {
+			t.Errorf("Decide(%s) = %s %s %q, want %s", tt.tool, d.Decision, d.Reason, d.Message, tt.want)
+		}
+	}
+}
+
 func TestLoadDir(t *testing.T) {
 	e, err := LoadDir(filepath.Join("..", "testdata", "policy"))
 	if err == nil {
