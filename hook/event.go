@@ -93,7 +93,7 @@ var eventNames = map[Kind][]string{
 	Post:         {"PostToolUse", "AfterTool"},
 	PostFailure:  {"PostToolUseFailure", "PostToolUse", "AfterTool"},
 	SessionStart: {"SessionStart"},
-	SessionEnd:   {"SessionEnd", "Stop"},
+	SessionEnd:   {"SessionEnd"},
 }
 
 // MaxInput is the largest hook event accepted on stdin, in bytes.
