@@ -103,9 +103,11 @@ type Options struct {
 	// ValidatedDigest is the acta-policy-digest-v1 digest of a policy set
 	// already validated against the schema, for example by `docket policy
 	// check` when it was installed. When it equals the digest of the files
-	// being loaded, the (comparatively slow) schema validation of policies
-	// is skipped; parsing, @id checks and per-request validation still run,
-	// and evaluation errors still deny.
+	// being loaded, the (comparatively slow) schema parsing and validation
+	// are skipped: policies and per-call requests are not validated, while
+	// parsing and @id checks still run and evaluation errors still deny.
+	// Record the digest only after a full Load succeeded with the same
+	// [Schema].
 	ValidatedDigest string
 }
 
