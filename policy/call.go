@@ -220,20 +220,39 @@ func (x *callEnv) build(c Call) ([]built, error) {
 		}
 		return out, nil
 	case "Glob":
-		p := in.Path
-		if p == "" {
-			p = "."
+		base := in.Path
+		if base == "" {
+			base = "."
 		}
-		// A pattern can leave its base directory ("../../**", "/etc/*"):
-		// the resource is the literal prefix of the joined pattern.
-		if in.Pattern != "" && (filepath.IsAbs(in.Pattern) || strings.HasPrefix(in.Pattern, "~") || strings.Contains(in.Pattern, "..")) {
-			joined := in.Pattern
-			if !filepath.IsAbs(joined) && !strings.HasPrefix(joined, "~") {
-				joined = filepath.Join(p, joined)
+		// The resource is the literal directory prefix of the joined
+		// pattern (a pattern can leave its base: "../../**", "/etc/*"),
+		// and the pattern itself is checked as a file too, so that
+		// ".env*" or "**/*.pem" meet the rules about file names (some
+		// agents read every file a glob matches).
+		var pats []string
+		for _, pat := range expandBraces(in.Pattern, 64) {
+			if pat == "" {
+				continue
 			}
-			p = globPrefix(joined)
+			if !filepath.IsAbs(pat) && !strings.HasPrefix(pat, "~") {
+				pat = filepath.Join(base, pat)
+			}
+			pats = append(pats, pat)
 		}
-		return out, fileReq(name, p, false)
+		if len(pats) == 0 {
+			return out, fileReq(name, base, false)
+		}
+		for _, pat := range pats {
+			if err := fileReq(name, globPrefix(pat), false); err != nil {
+				return nil, err
+			}
+			if pre := globPrefix(pat); pre != pat {
+				if err := fileReq(name, pat, false); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return out, nil
 	case "Bash":
 		if strings.TrimSpace(in.Command) == "" {
 			return nil, badInput("Bash: tool_input has no command")
