@@ -3,8 +3,8 @@ package log
 import (
 	"context"
 	"crypto/sha256"
-	"sync/atomic"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/docketlog/docket/receipts"
