@@ -158,7 +158,8 @@ func (x *callEnv) fileEntity(p string) (types.EntityUID, error) {
 	inProject := within(abs, x.project) && within(real, x.realProject)
 	rel := ""
 	if inProject {
-		if r, err := filepath.Rel(x.project, abs); err == nil {
+		// From the real path: a symlink "x" to ".docket" is ".docket".
+		if r, err := filepath.Rel(x.realProject, real); err == nil {
 			rel = r
 		}
 	}

@@ -45,6 +45,7 @@ func newFixture(t testing.TB) fixture {
 		"proj/escape":       f.root,
 		"proj/dangling":     filepath.Join(f.home, ".bashrc"),
 		"proj/dotenv-link":  ".env",
+		"proj/state":        ".docket",
 	} {
 		if err := os.Symlink(target, filepath.Join(f.home, link)); err != nil {
 			t.Fatal(err)
@@ -223,6 +224,7 @@ func TestDecideBash(t *testing.T) {
 		{name: "write through dangling symlink", cmd: "echo x > dangling", want: Deny},
 		{name: "tee outside", cmd: "echo x | tee /etc/hosts", want: Deny},
 		{name: "cp out of project", cmd: "cp main.go ../", want: Deny},
+		{name: "docket state via symlink", cmd: "echo x > state/chain.jsonl", want: Deny},
 		{name: "docket state", cmd: "echo x > .docket/chain.jsonl", want: Deny},
 		{name: "hook settings", cmd: "sed -i s/docket/true/ .claude/settings.json", want: Deny},
 		{name: "dynamic redirect", cmd: "echo x > $F", want: Deny, reason: ReasonDynamic},
