@@ -23,6 +23,7 @@ package hook
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,6 +157,22 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 		eng, err := LoadPolicy(opts.Store)
 		policyc <- loaded{eng, err}
 	}()
+	// Loading the key builds Ed25519's base-point table, the other slow
+	// step of a fresh process: overlap it too.
+	type loadedKey struct {
+		key ed25519.PrivateKey
+		err error
+	}
+	keyc := make(chan loadedKey, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				keyc <- loadedKey{err: fmt.Errorf("panic loading the key: %.200v", r)}
+			}
+		}()
+		key, err := receipts.LoadPrivateKey(opts.Store.KeyPath())
+		keyc <- loadedKey{key, err}
+	}()
 	data, err := io.ReadAll(io.LimitReader(stdin, MaxInput+1))
 	if err != nil {
 		return block("gate error: reading hook input: %v; the call is blocked", err)
@@ -164,7 +181,13 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 	if err != nil {
 		return block("gate error: %v; the call is blocked", err)
 	}
-	key, err := receipts.LoadPrivateKey(opts.Store.KeyPath())
+	var lk loadedKey
+	select {
+	case lk = <-keyc:
+	case <-ctx.Done():
+		return block("gate error: internal deadline exceeded loading the key; the call is blocked")
+	}
+	key, err := lk.key, lk.err
 	if err != nil {
 		return block("gate error: issuer key: %v; the call is blocked (run docket init)", err)
 	}
