@@ -83,6 +83,8 @@ type Result struct {
 	// Legacy names a convention of an earlier draft the receipt was accepted
 	// under (a bare-hex or payload-only chain link, a null genesis link).
 	Legacy string `json:"legacy,omitempty"`
+	// Key is the trusted key the signature was checked with, if one was found.
+	Key ed25519.PublicKey `json:"-"`
 }
 
 func (r *Result) fail(o Outcome, cause, format string, args ...any) {
@@ -246,6 +248,7 @@ func verifyOne(data []byte, opts Options) (receipt, Result) {
 		}
 		return rc, r
 	}
+	r.Key = key.Public
 	// Draft-04 binds the kid to the key and the issuer_id to the kid; earlier
 	// drafts derived kids differently, so only draft-04 receipts are held to it.
 	if rc.payload["spec"] == Spec {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -30,20 +31,34 @@ Options:
     -session ID          every receipt must belong to session ID
     -strict              treat legacy chain links (bare hex, payload-only) as invalid
     -json                print one JSON result per receipt
+    -log-key VKEY        also require every receipt's log proof (c2sp.org/tlog-proof@v1),
+                         checked against this log verifier key
+    -witness-policy FILE with -log-key: every proof's checkpoint must satisfy this
+                         C2SP tlog-policy witness quorum
+    -proofs DIR          with -log-key: where the proofs are, as DIR/<sequence>.proof
+                         (default: for .docket/sessions/NAME.jsonl, .docket/proofs/NAME)
+
+With -log-key a receipt is valid only if its proof shows it in the log under
+a checkpoint the log signed (and the witness quorum cosigned): a proof that
+fails is invalid, a missing proof undecidable.
 
 Exit status: 0 every receipt valid, 1 some receipt invalid, 2 some receipt
-undecidable (no trusted key, malformed, unknown shape) and none invalid.
+undecidable (no trusted key, malformed, unknown shape, no proof) and none invalid.
 
 Examples:
     docket verify -key-file .docket/issuer.key .docket/sessions/*.jsonl
+    docket verify -key-file .docket/issuer.key -log-key "$(cat log.vkey)" -witness-policy witnesses.policy .docket/sessions/*.jsonl
     docket verify -jwks issuers.json -json receipt.json
 `
 
 // fileResult is one verified file.
 type fileResult struct {
 	name    string
+	lines   [][]byte
 	results []receipts.Result
-	err     error // the file could not be read: undecidable
+	// logIndex holds, with -log-key, each receipt's proven index in the log (-1: none).
+	logIndex []int64
+	err      error // the file could not be read: undecidable
 }
 
 func runVerify(args []string) int {
@@ -57,6 +72,9 @@ func runVerify(args []string) int {
 	fs.StringVar(&opts.SessionID, "session", "", "")
 	strict := fs.Bool("strict", false, "")
 	asJSON := fs.Bool("json", false, "")
+	logKey := fs.String("log-key", "", "")
+	witnessPolicy := fs.String("witness-policy", "", "")
+	proofsDir := fs.String("proofs", "", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -74,9 +92,29 @@ func runVerify(args []string) int {
 		warnf("no trusted key given (-key, -jwks or -key-file): every receipt is undecidable")
 	}
 	opts.Keys = keys
+	var proofs *client.ProofVerifier
+	if *logKey != "" {
+		var policy []byte
+		if *witnessPolicy != "" {
+			if policy, err = os.ReadFile(*witnessPolicy); err != nil {
+				errorf("verify: %v", err)
+				return 2
+			}
+		}
+		if proofs, err = client.NewProofVerifier(*logKey, policy); err != nil {
+			errorf("verify: %v", err)
+			return 2
+		}
+	} else if *witnessPolicy != "" || *proofsDir != "" {
+		errorf("verify: -witness-policy and -proofs need -log-key")
+		return 2
+	}
 	files := make([]fileResult, fs.NArg())
 	for i, name := range fs.Args() {
 		files[i] = verifyFile(name, opts)
+		if proofs != nil {
+			checkProofs(&files[i], proofs, *proofsDir)
+		}
 	}
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
@@ -132,9 +170,50 @@ func verifyFile(name string, opts receipts.Options) fileResult {
 		if len(lines) == 0 {
 			return fileResult{name: name, err: fmt.Errorf("no receipts in chain file")}
 		}
-		return fileResult{name: name, results: receipts.VerifyChain(lines, opts)}
+		return fileResult{name: name, lines: lines, results: receipts.VerifyChain(lines, opts)}
 	}
-	return fileResult{name: name, results: []receipts.Result{receipts.Verify(data, opts)}}
+	return fileResult{name: name, lines: [][]byte{data}, results: []receipts.Result{receipts.Verify(data, opts)}}
+}
+
+// Causes checkProofs adds.
+const (
+	causeNoProof   = "no_proof"  // undecidable: the receipt may not be in the log
+	causeInclusion = "inclusion" // invalid: the proof does not show the receipt in the log
+)
+
+// checkProofs requires a verified log proof for every valid receipt of f,
+// read from dir/<sequence>.proof. With no dir, a chain file
+// .docket/sessions/NAME.jsonl has its proofs in .docket/proofs/NAME.
+func checkProofs(f *fileResult, v *client.ProofVerifier, dir string) {
+	if f.err != nil {
+		return
+	}
+	if dir == "" {
+		base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f.name), ".jsonl"), ".json")
+		dir = filepath.Join(filepath.Dir(filepath.Dir(f.name)), client.ProofsDir, base)
+	}
+	f.logIndex = make([]int64, len(f.results))
+	for i := range f.results {
+		r := &f.results[i]
+		f.logIndex[i] = -1
+		if r.Outcome != receipts.Valid {
+			continue
+		}
+		obj, _ := receipts.ParseObject(f.lines[i])
+		payload, _ := obj["payload"].(map[string]any)
+		seq, _ := payload["sequence"].(json.Number)
+		proof, err := os.ReadFile(filepath.Join(dir, string(seq)+".proof"))
+		if seq == "" || err != nil {
+			r.Outcome, r.Cause, r.Detail = receipts.Undecidable, causeNoProof, fmt.Sprintf("no log proof in %s (run docket sync)", dir)
+			continue
+		}
+		vp, err := v.VerifyReceipt(r.Key, f.lines[i], proof)
+		if err != nil {
+			r.Outcome, r.Cause, r.Detail = receipts.Invalid, causeInclusion, err.Error()
+			continue
+		}
+		f.logIndex[i] = int64(vp.Index)
+	}
 }
 
 // jsonResult is the -json output for one receipt.
@@ -142,6 +221,7 @@ type jsonResult struct {
 	File  string `json:"file"`
 	Index int    `json:"index"`
 	receipts.Result
+	LogIndex *int64 `json:"log_index,omitempty"`
 }
 
 func report(w io.Writer, files []fileResult, asJSON, strict bool) int {
@@ -168,7 +248,11 @@ func report(w io.Writer, files []fileResult, asJSON, strict bool) int {
 			}
 			counts[r.Outcome]++
 			if asJSON {
-				enc.Encode(jsonResult{File: f.name, Index: i + 1, Result: *r})
+				jr := jsonResult{File: f.name, Index: i + 1, Result: *r}
+				if f.logIndex != nil && f.logIndex[i] >= 0 {
+					jr.LogIndex = &f.logIndex[i]
+				}
+				enc.Encode(jr)
 			} else if r.Outcome != receipts.Valid {
 				fmt.Fprintf(w, "%s: receipt %d: %v: %s: %s\n", f.name, i+1, r.Outcome, r.Cause, r.Detail)
 			}
@@ -188,6 +272,15 @@ func report(w io.Writer, files []fileResult, asJSON, strict bool) int {
 		note := ""
 		if legacy > 0 {
 			note = fmt.Sprintf(" (%d accepted under a legacy convention)", legacy)
+		}
+		if f.logIndex != nil {
+			logged := 0
+			for _, x := range f.logIndex {
+				if x >= 0 {
+					logged++
+				}
+			}
+			note += fmt.Sprintf(", %d proven in the log", logged)
 		}
 		fmt.Fprintf(w, "%s: %s: %d receipts, %d valid, %d invalid, %d undecidable%s\n",
 			filepath.ToSlash(f.name), status, len(f.results), counts[receipts.Valid], counts[receipts.Invalid], counts[receipts.Undecidable], note)
