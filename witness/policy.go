@@ -47,8 +47,9 @@ func ParseLogs(policy []byte) ([]Log, error) {
 			if _, err := note.NewVerifier(vkey); err != nil {
 				return nil, fmt.Errorf("policy line %d: log key %q: %v", lineNo, vkey, err)
 			}
-			key := vkey[strings.LastIndex(vkey, "+")+1:]
-			if raw, err := base64.StdEncoding.DecodeString(key); err == nil {
+			// name+hash+base64(type ‖ key); the base64 part may itself contain '+'.
+			key := strings.SplitN(vkey, "+", 3)[2]
+			if raw, err := base64.StdEncoding.DecodeString(key); err == nil && len(raw) > 1 {
 				key = string(raw[1:]) // the public key without its type byte
 			}
 			if prev, ok := seen[key]; ok {

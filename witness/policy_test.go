@@ -54,3 +54,26 @@ func TestParseLogs(t *testing.T) {
 		})
 	}
 }
+
+// TestParseLogsPlusInKey checks keys whose base64 contains '+', which once
+// made ParseLogs split the key in the wrong place and panic.
+func TestParseLogsPlusInKey(t *testing.T) {
+	n := 0
+	for i := 0; n < 20 && i < 2000; i++ {
+		_, vkey, err := note.GenerateKey(rand.Reader, "example.com/log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.SplitN(vkey, "+", 3)[2], "+") {
+			continue
+		}
+		n++
+		logs, err := ParseLogs([]byte("log " + vkey + "\n"))
+		if err != nil || len(logs) != 1 || logs[0].VKey != vkey {
+			t.Fatalf("ParseLogs(%s) = %v, %v; want the one log", vkey, logs, err)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no key with '+' in its base64 was generated")
+	}
+}
