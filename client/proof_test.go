@@ -153,3 +153,32 @@ func TestProofVerifierPolicy(t *testing.T) {
 		})
 	}
 }
+
+// FuzzVerify: Verify never panics on hostile proofs, and whatever it
+// accepts proves the leaf's real index.
+func FuzzVerify(f *testing.F) {
+	l := &fakeLog{tree: testonly.New(rfc6962.DefaultHasher)}
+	skey, vkey, err := note.GenerateKey(rand.Reader, "example.com/fuzz")
+	if err != nil {
+		f.Fatal(err)
+	}
+	l.signer, _ = note.NewSigner(skey)
+	l.vkey = vkey
+	leaf := []byte(`{"public_key":"00","receipt":{}}`)
+	good := l.prove(nil, [][]byte{[]byte("a"), leaf, []byte("c")}, 1)
+	f.Add(good)
+	f.Add([]byte("c2sp.org/tlog-proof@v1\nindex 0\n\n"))
+	f.Add([]byte("c2sp.org/tlog-proof@v1\nextra AAAA\nindex 18446744073709551615\nAAAA\n\nx\n"))
+	pv, err := NewProofVerifier(l.vkey, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := pv.Verify(leaf, data); err == nil {
+			var tp proof.TLogProof
+			if tp.Unmarshal(data) != nil || tp.Index != 1 {
+				t.Errorf("Verify accepted %q, which does not prove entry 1", data)
+			}
+		}
+	})
+}

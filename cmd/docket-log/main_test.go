@@ -36,6 +36,9 @@ import (
 // they do not build (they are developed concurrently); their tests skip.
 var logBin, witnessBin, docketBin string
 
+// buildFlags are extra go build flags for the binaries (see race_test.go).
+var buildFlags []string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "docket-log-test")
 	if err != nil {
@@ -44,7 +47,8 @@ func TestMain(m *testing.M) {
 	}
 	build := func(name, pkg string) string {
 		out := filepath.Join(dir, name)
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		args := append(append([]string{"build"}, buildFlags...), "-o", out, pkg)
+		if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, b)
 			return ""
 		}
