@@ -63,3 +63,27 @@ func BenchmarkAdd(b *testing.B) {
 		}
 	})
 }
+
+func TestFilter(t *testing.T) {
+	f := newFilter(1000)
+	var in []leafHash
+	for i := range 5000 {
+		h := sha256.Sum256([]byte{byte(i), byte(i >> 8), 1})
+		f.add(h)
+		in = append(in, h)
+	}
+	for _, h := range in {
+		if !f.mayContain(h) {
+			t.Fatalf("mayContain(added) = false, want true")
+		}
+	}
+	fp := 0
+	for i := range 100000 {
+		if f.mayContain(sha256.Sum256([]byte{byte(i), byte(i >> 8), byte(i >> 16), 2})) {
+			fp++
+		}
+	}
+	if fp > 2000 {
+		t.Errorf("false positives = %d of 100000, want under 2%%", fp)
+	}
+}

@@ -40,6 +40,11 @@ func (l *Log) catchUp(ctx context.Context) error {
 		}
 		l.logger.Info("dedup index rebuilt from the log", "from", n, "to", l.coveredN.Load(), "took", time.Since(start))
 	}
+	f, err := l.idx.buildFilter(ctx)
+	if err != nil {
+		return err
+	}
+	l.filter.Store(f)
 	return nil
 }
 
@@ -96,8 +101,24 @@ func (l *Log) follow(ctx context.Context) error {
 		for _, d := range dups {
 			l.logger.Error("duplicate leaf in the log", "index", d)
 		}
+		// The filter learns the hashes before prune forgets them in memory,
+		// so a lookup always finds an entry in one of the two.
+		f := l.filter.Load()
+		if f != nil {
+			for _, h := range hashes {
+				f.add(h)
+			}
+		}
 		l.coveredN.Store(end)
 		l.prune(end)
+		if f != nil && f.full() {
+			nf, err := l.idx.buildFilter(ctx)
+			if err != nil {
+				return err
+			}
+			l.filter.Store(nf)
+			l.logger.Info("dedup filter grown", "entries", end, "capacity", nf.capacity)
+		}
 	}
 	return nil
 }

@@ -161,6 +161,7 @@ type Log struct {
 	seqStopped chan struct{}
 	followKick chan struct{}
 	coveredN   atomic.Uint64 // entries the dedup index covers
+	filter     atomic.Pointer[filter]
 
 	pub publisher
 }
@@ -412,12 +413,14 @@ func (l *Log) sequence(ctx context.Context, leaf []byte) (uint64, bool, error) {
 		epoch := l.epoch
 		l.recentMu.Unlock()
 
-		i, ok, err := l.idx.lookup(ctx, h)
-		if err != nil {
-			return 0, false, err
-		}
-		if ok {
-			return i, true, nil
+		if f := l.filter.Load(); f == nil || f.mayContain(h) {
+			i, ok, err := l.idx.lookup(ctx, h)
+			if err != nil {
+				return 0, false, err
+			}
+			if ok {
+				return i, true, nil
+			}
 		}
 
 		l.recentMu.Lock()
