@@ -89,7 +89,7 @@ func Sign(key ed25519.PrivateKey, p Payload) ([]byte, error) {
 // the whole envelope as JCS bytes.
 func SignCanonical(key ed25519.PrivateKey, payload []byte) []byte {
 	kid := KID(key.Public().(ed25519.PublicKey))
-	sig := ed25519.Sign(key, payload)
+	sig := sign(key, payload)
 	b := make([]byte, 0, len(payload)+len(kid)+200)
 	b = append(b, `{"payload":`...)
 	b = append(b, payload...)
