@@ -284,3 +284,13 @@ func BenchmarkSign(b *testing.B) {
 		}
 	}
 }
+
+func TestUnlinkedExecution(t *testing.T) {
+	key, _ := GenerateKey()
+	a, _ := Sign(key, Payload{Type: TypeLifecycle, SessionID: "s", Sequence: 1, LifecycleEvent: "session_start"})
+	exec, _ := Sign(key, Payload{Type: TypeDecision, SessionID: "s", Sequence: 2, PreviousReceiptHash: ChainHash(a),
+		HookEvent: "PostToolUse", ToolName: "Bash", Decision: Allow, Reason: "unlinked_execution"})
+	if r := VerifyChain([][]byte{a, exec}, Options{Keys: PinnedKey(pub(key))})[1]; r.Cause != CauseUnlinkedExec {
+		t.Errorf("VerifyChain(execution without decision) = %v %s, want unlinked_execution", r.Outcome, r.Cause)
+	}
+}

@@ -364,7 +364,11 @@ func checkLinks(parsed []receipt, results []Result) {
 		if d, _ := rc.payload["decision"].(string); rc.payload["hook_event"] == "PreToolUse" && (d == Allow || d == RequireApproval) {
 			decisions[rc.hash] = i
 		}
-		if ref, ok := rc.payload["decision_receipt_hash"].(string); ok {
+		ref, linked := rc.payload["decision_receipt_hash"].(string)
+		if ev := rc.payload["hook_event"]; !linked && (ev == "PostToolUse" || ev == "PostToolUseFailure") {
+			r.fail(Invalid, CauseUnlinkedExec, "a tool ran with no decision linked to it (%v)", rc.payload["reason"])
+		}
+		if linked {
 			j, found := decisions[ref]
 			switch {
 			case !found:
