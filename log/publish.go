@@ -96,6 +96,7 @@ func (p *publisher) check(ctx context.Context) {
 	old := p.latest
 	p.latest = &published{size: cp.Size, raw: raw, at: time.Now(), next: make(chan struct{})}
 	close(old.next)
+	p.l.logger.Debug("checkpoint published", "size", cp.Size, "grew", cp.Size-old.size, "after", p.latest.at.Sub(old.at))
 }
 
 func (p *publisher) current() *published {
