@@ -16,7 +16,7 @@ GOBIN="$W" go install github.com/transparency-dev/tessera/cmd/conformance/posix@
 
 wait_up() { for _ in $(seq 200); do curl -sf "$1/checkpoint" >/dev/null && return 0; sleep 0.05; done; echo "server did not start" >&2; exit 1; }
 
-"$W/docket-log" -storage-dir "$W/docket" -listen 127.0.0.1:17790 >/dev/null 2>"$W/docket-log.err" &
+"$W/docket-log" -storage-dir "$W/docket" -listen 127.0.0.1:17790 -max-inflight 8192 >/dev/null 2>"$W/docket-log.err" &
 PID=$!
 wait_up http://127.0.0.1:17790
 "$W/docket-load" -url http://127.0.0.1:17790 -label docket-log -rates "$RATES" -duration "$DURATION" -clients "$CLIENTS"
