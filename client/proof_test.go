@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 
 	f_log "github.com/transparency-dev/formats/log"
@@ -181,4 +182,31 @@ func FuzzVerify(f *testing.F) {
 			}
 		}
 	})
+}
+
+// ExampleProofVerifier verifies a stored proof offline, with only the log's
+// verifier key (and, optionally, a witness policy).
+func ExampleProofVerifier() {
+	st := Open("/path/to/project")
+	cfg, err := st.LoadConfig()
+	if err != nil {
+		return
+	}
+	pv, err := NewProofVerifier(cfg.LogKey, nil)
+	if err != nil {
+		return
+	}
+	priv, err := receipts.LoadPrivateKey(st.KeyPath())
+	if err != nil {
+		return
+	}
+	recs, _ := st.Receipts("session-1")
+	for i, r := range recs {
+		p, err := os.ReadFile(st.ProofPath("session-1", int64(i+1)))
+		if err != nil {
+			continue // not synced yet
+		}
+		vp, err := pv.VerifyReceipt(priv.Public().(ed25519.PublicKey), r, p)
+		fmt.Println(i+1, vp != nil, err)
+	}
 }

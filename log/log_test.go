@@ -131,6 +131,16 @@ func TestAddDedup(t *testing.T) {
 			t.Fatalf("concurrent Add indices = %v, want all equal", idx)
 		}
 	}
+	// The same entry in another JSON form (member order, whitespace) is the
+	// same leaf.
+	e, err := receipts.ParseEntry(leaf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := fmt.Appendf(nil, "{ \"receipt\" : %s ,\n \"public_key\": \"%x\" }", e.Receipt, e.PublicKey)
+	if r, err := l.Add(t.Context(), other); err != nil || r.Index != idx[0] || !r.Dup {
+		t.Fatalf("Add(reordered entry) = %+v, %v; want index %d, dup", r, err, idx[0])
+	}
 	// Distinct entries get distinct indices.
 	var leaves [][]byte
 	for s := range 20 {
