@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -228,6 +229,9 @@ func New(ctx context.Context, cfg Config) (*Log, error) {
 		WithCheckpointRepublishInterval(cfg.RepublishInterval).
 		WithBatching(cfg.BatchMaxSize, cfg.BatchMaxAge)
 	if len(cfg.WitnessPolicy) > 0 {
+		if err := policyListsLog(cfg.WitnessPolicy, cfg.VKey); err != nil {
+			return nil, err
+		}
 		wg, err := tessera.NewWitnessGroupFromPolicy(cfg.WitnessPolicy)
 		if err != nil {
 			return nil, fmt.Errorf("witness policy: %w", err)
@@ -280,6 +284,26 @@ func (l *Log) release() {
 	if l.lock != nil {
 		l.lock.Close()
 	}
+}
+
+// policyListsLog checks that a tlog-policy that names logs names this one:
+// verifiers given the same file would refuse every proof otherwise.
+func policyListsLog(policy []byte, vkey string) error {
+	var logs int
+	for line := range strings.Lines(string(policy)) {
+		body, _, _ := strings.Cut(line, "#")
+		f := strings.Fields(body)
+		if len(f) >= 2 && f[0] == "log" {
+			if f[1] == vkey {
+				return nil
+			}
+			logs++
+		}
+	}
+	if logs > 0 {
+		return fmt.Errorf("witness policy lists %d logs but not this log's key %s", logs, vkey)
+	}
+	return nil
 }
 
 // lockDir takes an exclusive, non-blocking lock on path.

@@ -303,3 +303,22 @@ func TestHealthStale(t *testing.T) {
 		t.Errorf("Health() with a 1ns age limit = nil, want stale")
 	}
 }
+
+func TestPolicyListsLog(t *testing.T) {
+	const vkey = "example.com/log+01234567+AQ"
+	tests := []struct {
+		name, policy string
+		ok           bool
+	}{
+		{"no log lines", "witness w1 k u\nquorum w1\n", true},
+		{"lists this log", "log other+1+A\nlog " + vkey + " https://log/\nquorum none\n", true},
+		{"lists others only", "log other+1+A # " + vkey + "\nquorum none\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := policyListsLog([]byte(tt.policy), vkey); (err == nil) != tt.ok {
+				t.Errorf("policyListsLog(%q) = %v, want ok %v", tt.policy, err, tt.ok)
+			}
+		})
+	}
+}

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/docketlog/docket/log"
 	"github.com/docketlog/docket/receipts"
 )
@@ -106,6 +108,9 @@ func run() int {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// Tessera logs through klog and the default slog logger: route both here.
+	slog.SetDefault(logger)
+	klog.SetSlogLogger(logger)
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "docket-log: error: "+format+"\n", args...)
 		return 1
