@@ -769,3 +769,52 @@ func TestWitnessQuorum(t *testing.T) {
 		t.Errorf("the retried receipt was appended again; want its original index")
 	}
 }
+
+// TestGracefulShutdown sends SIGTERM while submissions are in flight: the
+// log exits 0, and every submission it answered with a proof is in the log
+// it publishes after a restart.
+func TestGracefulShutdown(t *testing.T) {
+	tl := newTestLog(t)
+	p := tl.start(t)
+	pv, _ := client.NewProofVerifier(tl.vkey, nil)
+	is := newIssuer()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var proved []uint64
+	started := make(chan struct{}, 64)
+	for i := range 64 {
+		wg.Go(func() {
+			leaf := is.entry(t, "term", int64(i+1))
+			started <- struct{}{}
+			r, err := post(t, p.url, leaf)
+			if err != nil || r.status != 200 {
+				return // refused or cut off during shutdown: the client retries later
+			}
+			vp, err := pv.Verify(leaf, r.body)
+			if err != nil {
+				t.Errorf("Verify = %v", err)
+				return
+			}
+			mu.Lock()
+			proved = append(proved, vp.Index)
+			mu.Unlock()
+		})
+	}
+	for range 32 {
+		<-started
+	}
+	if err := p.stop(); err != nil {
+		t.Fatalf("SIGTERM with requests in flight: exit %v\n%s", err, p.stderr.String())
+	}
+	wg.Wait()
+	np := tl.start(t)
+	cp, _, _, err := f_log.ParseCheckpoint(get(t, np.url+"/checkpoint").body, tl.verifier.Name(), tl.verifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range proved {
+		if i >= cp.Size {
+			t.Errorf("entry %d was proved before shutdown but the log after restart has size %d", i, cp.Size)
+		}
+	}
+}
