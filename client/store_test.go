@@ -245,5 +245,19 @@ func TestExecutionLinkScan(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	verifyAll(t, s, key, "s", 155)
+	// The chain itself is intact, and its verification names the execution
+	// that no decision gated.
+	lines, err := s.Receipts("s")
+	if err != nil || len(lines) != 155 {
+		t.Fatalf("Receipts = %d, %v; want 155", len(lines), err)
+	}
+	results := receipts.VerifyChain(lines, receipts.Options{Keys: receipts.PinnedKey(key.Public().(ed25519.PublicKey))})
+	for i, r := range results[:154] {
+		if r.Outcome != receipts.Valid {
+			t.Fatalf("VerifyChain: receipt %d = %v (%s), want valid", i+1, r.Outcome, r.Cause)
+		}
+	}
+	if r := results[154]; r.Outcome != receipts.Invalid || r.Cause != receipts.CauseUnlinkedExec {
+		t.Errorf("VerifyChain: receipt 155 = %v %s, want invalid unlinked_execution", r.Outcome, r.Cause)
+	}
 }
