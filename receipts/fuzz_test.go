@@ -35,6 +35,20 @@ func FuzzParse(f *testing.F) {
 		if err != nil || !bytes.Equal(c, c2) {
 			t.Fatalf("JCS is not a fixed point: %s -> %s (%v)", c, c2, err)
 		}
+		// The parser's own judgement that input is canonical must be right:
+		// verification then hashes and verifies the input bytes as they are.
+		if _, canonical, members, err := parseSpans(data); err == nil && canonical {
+			if !bytes.Equal(c, data) {
+				t.Fatalf("parseSpans called %q canonical; JCS is %q", data, c)
+			}
+			obj := v.(map[string]any)
+			for k, span := range members {
+				mc, _ := Canonicalize(obj[k])
+				if !bytes.Equal(mc, data[span[0]:span[1]]) {
+					t.Fatalf("member %q spans %q, JCS %q", k, data[span[0]:span[1]], mc)
+				}
+			}
+		}
 	})
 }
 

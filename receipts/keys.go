@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -25,33 +26,52 @@ type Key struct {
 	ValidFrom, ValidUntil time.Time
 }
 
-// matches reports whether the receipt's key identifier names k: the
-// published kid, the draft-04 sb:issuer kid, or the RFC 7638 thumbprint.
-func (k Key) matches(kid string) bool {
-	return kid != "" && (kid == k.ID || kid == KID(k.Public) || kid == Thumbprint(k.Public))
-}
-
 // A KeySet is the set of keys a verifier trusts. The zero KeySet trusts
-// nothing, so every signature check with it is undecidable.
+// nothing, so every signature check with it is undecidable. A KeySet must not
+// be changed once it is in use; it is then safe for concurrent use.
 type KeySet struct {
 	Keys []Key
+
+	namesOnce sync.Once
+	names     map[string]int    // every identifier of every key → its index in Keys
+	kids      map[string]string // public key bytes → its draft-04 kid
 }
 
-// lookup returns the key a receipt names. With no kid, a set of exactly one
-// key is used (a pinned key).
+// lookup returns the key a receipt names by its published kid, its
+// draft-04 sb:issuer kid or its RFC 7638 thumbprint. With no match, a set of
+// exactly one key without a published kid is used (a pinned key).
 func (s *KeySet) lookup(kid string) (Key, bool) {
 	if s == nil {
 		return Key{}, false
 	}
-	for _, k := range s.Keys {
-		if k.matches(kid) {
-			return k, true
+	s.namesOnce.Do(func() {
+		s.names = make(map[string]int, 3*len(s.Keys))
+		s.kids = make(map[string]string, len(s.Keys))
+		for i := len(s.Keys) - 1; i >= 0; i-- { // the first key wins a collision
+			k := s.Keys[i]
+			s.kids[string(k.Public)] = KID(k.Public)
+			for _, id := range []string{Thumbprint(k.Public), KID(k.Public), k.ID} {
+				if id != "" {
+					s.names[id] = i
+				}
+			}
 		}
+	})
+	if i, ok := s.names[kid]; ok && kid != "" {
+		return s.Keys[i], true
 	}
 	if len(s.Keys) == 1 && (kid == "" || s.Keys[0].ID == "") {
 		return s.Keys[0], true
 	}
 	return Key{}, false
+}
+
+// kid returns the draft-04 kid of a key lookup returned.
+func (s *KeySet) kid(k Key) string {
+	if id, ok := s.kids[string(k.Public)]; ok {
+		return id
+	}
+	return KID(k.Public)
 }
 
 // ParsePublicKeyHex parses a 64-character hex Ed25519 public key.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -68,9 +69,37 @@ func ParseObject(data []byte) (map[string]any, error) {
 	return m, nil
 }
 
+// parseSpans is ParseObject that also reports whether data is already in
+// JCS form and where each top-level member's value lies in data.
+func parseSpans(data []byte) (obj map[string]any, canonical bool, members map[string][2]int, err error) {
+	if len(data) > MaxDocumentSize {
+		return nil, false, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), MaxDocumentSize)
+	}
+	p := parser{data: data, members: make(map[string][2]int, 4)}
+	p.skipSpace()
+	v, err := p.value(0)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	p.skipSpace()
+	if p.pos != len(p.data) {
+		return nil, false, nil, p.errorf("trailing data after the document")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false, nil, &SyntaxError{0, "document is not a JSON object"}
+	}
+	return m, !p.nonCanonical, p.members, nil
+}
+
 type parser struct {
 	data []byte
 	pos  int
+	// nonCanonical is set when the input is not already in JCS form
+	// (white space, unsorted keys, escapes or numbers JCS writes otherwise).
+	nonCanonical bool
+	// members records, for the top-level object, each member's value span.
+	members map[string][2]int
 }
 
 func (p *parser) errorf(format string, args ...any) error {
@@ -82,6 +111,7 @@ func (p *parser) skipSpace() {
 		switch p.data[p.pos] {
 		case ' ', '\t', '\n', '\r':
 			p.pos++
+			p.nonCanonical = true
 		default:
 			return
 		}
@@ -121,6 +151,7 @@ func (p *parser) object(depth int) (any, error) {
 	}
 	p.pos++ // {
 	m := make(map[string]any)
+	prevKey := ""
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
@@ -139,17 +170,25 @@ func (p *parser) object(depth int) (any, error) {
 		if _, dup := m[k]; dup {
 			return nil, &SyntaxError{keyPos, fmt.Sprintf("duplicate key %q", k)}
 		}
+		if len(m) > 0 && compareUTF16(prevKey, k) > 0 {
+			p.nonCanonical = true
+		}
+		prevKey = k
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
 			return nil, p.errorf("expected ':' after object key")
 		}
 		p.pos++
 		p.skipSpace()
+		start := p.pos
 		v, err := p.value(depth)
 		if err != nil {
 			return nil, err
 		}
 		m[k] = v
+		if depth == 1 && p.members != nil {
+			p.members[k] = [2]int{start, p.pos}
+		}
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return nil, p.errorf("unexpected end of input in object")
@@ -236,6 +275,11 @@ func (p *parser) number() (any, error) {
 		}
 	}
 	lit := string(d[start:p.pos])
+	// JCS writes integers of up to 15 digits as they are; anything else
+	// (fractions, exponents, -0, long integers) may be written differently.
+	if strings.ContainsAny(lit, ".eE") || len(strings.TrimPrefix(lit, "-")) > 15 || lit == "-0" {
+		p.nonCanonical = true
+	}
 	if f, err := strconv.ParseFloat(lit, 64); err != nil || f != f {
 		return nil, &SyntaxError{start, "number out of range"}
 	}
@@ -289,7 +333,10 @@ func (p *parser) string() (string, error) {
 		e := d[p.pos]
 		p.pos++
 		switch e {
-		case '"', '\\', '/':
+		case '/':
+			buf = append(buf, e)
+			p.nonCanonical = true
+		case '"', '\\':
 			buf = append(buf, e)
 		case 'b':
 			buf = append(buf, '\b')
@@ -302,9 +349,14 @@ func (p *parser) string() (string, error) {
 		case 't':
 			buf = append(buf, '\t')
 		case 'u':
+			hexStart := p.pos
 			r, err := p.hex4()
 			if err != nil {
 				return "", err
+			}
+			// JCS escapes only control characters without a short form, in lowercase hex.
+			if r >= 0x20 || r == '\b' || r == '\t' || r == '\n' || r == '\f' || r == '\r' || string(p.data[hexStart:p.pos]) != fmt.Sprintf("%04x", r) {
+				p.nonCanonical = true
 			}
 			if utf16.IsSurrogate(r) {
 				if r >= 0xdc00 || p.pos+1 >= len(d) || d[p.pos] != '\\' || d[p.pos+1] != 'u' {

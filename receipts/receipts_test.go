@@ -294,3 +294,38 @@ func TestUnlinkedExecution(t *testing.T) {
 		t.Errorf("VerifyChain(execution without decision) = %v %s, want unlinked_execution", r.Outcome, r.Cause)
 	}
 }
+
+func TestParseSpansCanonical(t *testing.T) {
+	tests := []struct {
+		in        string
+		canonical bool
+	}{
+		{`{"a":1,"b":[true,null,"x"]}`, true},
+		{`{"a":"\u001f\n\"\\"}`, true},
+		{`{"a":"é✓"}`, true},
+		{`{"a":-123456789012345}`, true},
+		{`{"b":1,"a":2}`, false},
+		{`{"a": 1}`, false},
+		{` {"a":1}`, false},
+		{`{"a":"\/"}`, false},
+		{`{"a":"\u0041"}`, false},
+		{`{"a":"\u001F"}`, false},
+		{`{"a":"\u000a"}`, false},
+		{`{"a":1.0}`, false},
+		{`{"a":1e2}`, false},
+		{`{"a":-0}`, false},
+		{`{"a":1234567890123456}`, false},
+		{`{"a":{"d":1,"c":2}}`, false},
+	}
+	for _, tt := range tests {
+		_, got, _, err := parseSpans([]byte(tt.in))
+		if err != nil || got != tt.canonical {
+			t.Errorf("parseSpans(%s) canonical = %v, %v; want %v", tt.in, got, err, tt.canonical)
+		}
+		// Calling input canonical must be right; the converse may be
+		// conservative (a 16-digit integer takes the slow path).
+		if c, _ := CanonicalizeJSON([]byte(tt.in)); got && string(c) != tt.in {
+			t.Errorf("parseSpans(%s) called canonical, JCS is %s", tt.in, c)
+		}
+	}
+}

@@ -113,19 +113,42 @@ type receipt struct {
 	sig          []byte
 	kid          string
 	hash         string // sha256 of JCS(whole receipt)
-	payloadHash  string // sha256 of the signing input (payload-only links)
 	embeddedKey  bool
 }
 
 // parseReceipt recognizes the shape of a receipt. A non-empty cause means
 // the receipt could not be parsed; r.hash is set whenever the JSON was valid.
 func parseReceipt(data []byte) (rc receipt, cause, detail string) {
-	obj, err := ParseObject(data)
+	obj, canonical, members, err := parseSpans(data)
 	if err != nil {
 		return rc, CauseMalformed, err.Error()
 	}
-	whole, err := Canonicalize(obj)
-	if err != nil {
+	// Input already in JCS form (as Docket writes it) is its own canonical
+	// form, and an envelope's payload is a slice of it. Otherwise an
+	// envelope's canonical form is assembled from its members', so that the
+	// payload (the signing input) is canonicalized once.
+	var whole []byte
+	payload, okPayload := obj["payload"].(map[string]any)
+	sigObj, okSig := obj["signature"].(map[string]any)
+	envelope := okPayload && okSig && len(obj) == 2
+	if canonical {
+		whole = data
+		if envelope {
+			span := members["payload"]
+			rc.signingInput = data[span[0]:span[1]:span[1]]
+		}
+	} else if envelope {
+		if rc.signingInput, err = Canonicalize(payload); err != nil {
+			return rc, CauseMalformed, err.Error()
+		}
+		sigJCS, err := Canonicalize(sigObj)
+		if err != nil {
+			return rc, CauseMalformed, err.Error()
+		}
+		whole = make([]byte, 0, len(rc.signingInput)+len(sigJCS)+26)
+		whole = append(append(append(whole, `{"payload":`...), rc.signingInput...), `,"signature":`...)
+		whole = append(append(whole, sigJCS...), '}')
+	} else if whole, err = Canonicalize(obj); err != nil {
 		return rc, CauseMalformed, err.Error()
 	}
 	rc.hash, rc.top = sha256Ref(whole), obj
@@ -134,8 +157,7 @@ func parseReceipt(data []byte) (rc receipt, cause, detail string) {
 	}
 	switch sig := obj["signature"].(type) {
 	case map[string]any:
-		payload, ok := obj["payload"].(map[string]any)
-		if !ok || len(obj) != 2 {
+		if rc.signingInput == nil {
 			return rc, CauseUnknownShape, "an envelope has exactly the members payload (an object) and signature"
 		}
 		rc.shape, rc.payload = "envelope", payload
@@ -146,9 +168,6 @@ func parseReceipt(data []byte) (rc receipt, cause, detail string) {
 		s, _ := sig["sig"].(string)
 		if rc.sig, err = hex.DecodeString(s); err != nil || len(rc.sig) != ed25519.SignatureSize || strings.ToLower(s) != s {
 			rc.sig = nil // checked as a bad signature
-		}
-		if rc.signingInput, err = Canonicalize(payload); err != nil {
-			return rc, CauseMalformed, err.Error()
 		}
 		_, rc.embeddedKey = payload["public_key"]
 	case string:
@@ -183,7 +202,6 @@ func parseReceipt(data []byte) (rc receipt, cause, detail string) {
 	default:
 		return rc, CauseUnknownShape, "no signature member: not a signed receipt"
 	}
-	rc.payloadHash = sha256Ref(rc.signingInput)
 	return rc, "", ""
 }
 
@@ -252,7 +270,7 @@ func verifyOne(data []byte, opts Options) (receipt, Result) {
 	// Draft-04 binds the kid to the key and the issuer_id to the kid; earlier
 	// drafts derived kids differently, so only draft-04 receipts are held to it.
 	if rc.payload["spec"] == Spec {
-		if rc.kid != KID(key.Public) {
+		if rc.kid != opts.Keys.kid(key) {
 			r.fail(Invalid, CauseKIDMismatch, "kid %q is not the trusted key's kid %q", rc.kid, KID(key.Public))
 			return rc, r
 		}
@@ -305,7 +323,7 @@ func issuedAt(rc receipt) (time.Time, error) {
 // sequence numbers, a single session, and the link from every execution
 // receipt to an earlier allow decision are checked too.
 func VerifyChain(receipts [][]byte, opts Options) []Result {
-	parsed := make([]receipt, len(receipts))
+	facts := make([]links, len(receipts))
 	results := make([]Result, len(receipts))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(receipts)/64))
 	var wg sync.WaitGroup
@@ -313,67 +331,98 @@ func VerifyChain(receipts [][]byte, opts Options) []Result {
 		lo, hi := w*len(receipts)/workers, (w+1)*len(receipts)/workers
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
-				parsed[i], results[i] = verifyOne(receipts[i], opts)
+				var rc receipt
+				rc, results[i] = verifyOne(receipts[i], opts)
+				facts[i] = linksOf(&rc)
 			}
 		})
 	}
 	wg.Wait()
-	checkLinks(parsed, results)
+	checkLinks(facts, results)
 	return results
 }
 
-func checkLinks(parsed []receipt, results []Result) {
+// links is what checkLinks needs of one receipt, so that verifying a long
+// chain does not keep every parsed receipt alive.
+type links struct {
+	parsed                bool
+	hash, payloadHash     string
+	link                  any
+	hasLink               bool
+	seq                   int64
+	hasSeq                bool
+	session               string
+	hasSession            bool
+	hookEvent, decision   string
+	toolName, reason, ref string
+	hasRef                bool
+}
+
+func linksOf(rc *receipt) links {
+	if rc.payload == nil {
+		return links{}
+	}
+	p := rc.payload
+	l := links{parsed: true, hash: rc.hash}
+	if rc.signingInput != nil {
+		l.payloadHash = sha256Ref(rc.signingInput)
+	}
+	if l.link, l.hasLink = p["previousReceiptHash"]; !l.hasLink {
+		l.link, l.hasLink = p["parent_receipt_hash"]
+	}
+	l.seq, l.hasSeq = number(p["sequence"])
+	l.session, l.hasSession = p["session_id"].(string)
+	l.hookEvent, _ = p["hook_event"].(string)
+	l.decision, _ = p["decision"].(string)
+	l.toolName, _ = p["tool_name"].(string)
+	l.reason, _ = p["reason"].(string)
+	l.ref, l.hasRef = p["decision_receipt_hash"].(string)
+	return l
+}
+
+func checkLinks(facts []links, results []Result) {
 	decisions := make(map[string]int) // chain hash → index, for decisions an execution may follow
-	for i := range parsed {
-		rc, r := &parsed[i], &results[i]
-		if rc.payload == nil {
+	for i := range facts {
+		rc, r := &facts[i], &results[i]
+		if !rc.parsed {
 			continue // unparseable: already undecidable
 		}
-		link, hasLink := rc.payload["previousReceiptHash"]
-		if !hasLink {
-			link, hasLink = rc.payload["parent_receipt_hash"]
-		}
 		if i == 0 {
-			if hasLink && link == nil {
+			if rc.hasLink && rc.link == nil {
 				r.Legacy = "null genesis link (draft-01)"
 			}
-		} else if prev := &parsed[i-1]; prev.hash != "" {
-			s, _ := link.(string)
+		} else if prev := &facts[i-1]; prev.hash != "" {
+			s, _ := rc.link.(string)
 			switch {
-			case !hasLink || link == nil:
+			case !rc.hasLink || rc.link == nil:
 				r.fail(Invalid, CauseChainBreak, "no link to the previous receipt (receipt %d)", i)
 			case s == prev.hash:
 			case s == strings.TrimPrefix(prev.hash, "sha256:"):
 				r.Legacy = "bare-hex chain link (draft-02)"
-			case s == prev.payloadHash || s == strings.TrimPrefix(prev.payloadHash, "sha256:"):
+			case prev.payloadHash != "" && (s == prev.payloadHash || s == strings.TrimPrefix(prev.payloadHash, "sha256:")):
 				r.Legacy = "payload-only chain link (draft-01 / flat parent_receipt_hash)"
 			default:
 				r.fail(Invalid, CauseChainBreak, "previous-receipt link %q does not match the previous receipt %s", s, prev.hash)
 			}
-			if seq, ok := number(rc.payload["sequence"]); ok {
-				if pseq, ok := number(prev.payload["sequence"]); ok && seq != pseq+1 {
-					r.fail(Invalid, CauseSequence, "sequence %d follows %d", seq, pseq)
-				}
+			if rc.hasSeq && prev.hasSeq && rc.seq != prev.seq+1 {
+				r.fail(Invalid, CauseSequence, "sequence %d follows %d", rc.seq, prev.seq)
 			}
-			if s, ok := rc.payload["session_id"].(string); ok {
-				if ps, ok := prev.payload["session_id"].(string); ok && s != ps {
-					r.fail(Invalid, CauseSession, "session_id %q follows %q in one chain", s, ps)
-				}
+			if rc.hasSession && prev.hasSession && rc.session != prev.session {
+				r.fail(Invalid, CauseSession, "session_id %q follows %q in one chain", rc.session, prev.session)
 			}
 		}
-		if d, _ := rc.payload["decision"].(string); rc.payload["hook_event"] == "PreToolUse" && (d == Allow || d == RequireApproval) {
+		if rc.hookEvent == "PreToolUse" && (rc.decision == Allow || rc.decision == RequireApproval) {
 			decisions[rc.hash] = i
 		}
-		ref, linked := rc.payload["decision_receipt_hash"].(string)
-		if ev := rc.payload["hook_event"]; !linked && (ev == "PostToolUse" || ev == "PostToolUseFailure") {
-			r.fail(Invalid, CauseUnlinkedExec, "a tool ran with no decision linked to it (%v)", rc.payload["reason"])
+		if !rc.hasRef && (rc.hookEvent == "PostToolUse" || rc.hookEvent == "PostToolUseFailure") {
+			r.fail(Invalid, CauseUnlinkedExec, "a tool ran with no decision linked to it (%s)", rc.reason)
 		}
-		if linked {
-			j, found := decisions[ref]
+		if rc.hasRef {
+			j, found := decisions[rc.ref]
 			switch {
 			case !found:
-				r.fail(Invalid, CauseUnlinkedExec, "execution does not follow an allow decision in this chain (decision_receipt_hash %s)", ref)
-			case parsed[j].payload["decision"] != rc.payload["decision"] || parsed[j].payload["tool_name"] != rc.payload["tool_name"]:
+				r.fail(Invalid, CauseUnlinkedExec, "execution does not follow an allow decision in this chain (decision_receipt_hash %s)", rc.ref)
+			case facts[j].decision != rc.decision || facts[j].toolName != rc.toolName:
 				r.fail(Invalid, CauseUnlinkedExec, "execution does not match the decision in receipt %d", j+1)
 			}
 		}
