@@ -273,6 +273,9 @@ func report(w io.Writer, files []fileResult, asJSON, strict bool) int {
 		if legacy > 0 {
 			note = fmt.Sprintf(" (%d accepted under a legacy convention)", legacy)
 		}
+		if len(f.lines) > 1 && !sessionEnded(f.lines[len(f.lines)-1]) {
+			note += ", open: no session_end (a chain alone cannot show it was not cut short)"
+		}
 		if f.logIndex != nil {
 			logged := 0
 			for _, x := range f.logIndex {
@@ -292,4 +295,14 @@ func report(w io.Writer, files []fileResult, asJSON, strict bool) int {
 		return 2
 	}
 	return 0
+}
+
+// sessionEnded reports whether a receipt is a session_end lifecycle receipt.
+func sessionEnded(receipt []byte) bool {
+	obj, err := receipts.ParseObject(receipt)
+	if err != nil {
+		return false
+	}
+	payload, _ := obj["payload"].(map[string]any)
+	return payload["lifecycle_event"] == "session_end"
 }

@@ -40,6 +40,8 @@ func TestVerifyExitCodes(t *testing.T) {
 	os.WriteFile(bad, bytes.Join(tamperedChain, []byte("\n")), 0o644)
 	single := filepath.Join(dir, "one.json")
 	os.WriteFile(single, chain[0], 0o644)
+	open := filepath.Join(dir, "open.jsonl")
+	os.WriteFile(open, bytes.Join(chain[:3], []byte("\n")), 0o644)
 	garbage := filepath.Join(dir, "garbage.json")
 	os.WriteFile(garbage, []byte("{not json"), 0o644)
 	pub, _ := receipts.ParsePublicKeyHex(kf.PublicKey)
@@ -54,6 +56,7 @@ func TestVerifyExitCodes(t *testing.T) {
 	}{
 		{"valid chain", []string{good}, keys, 0, "valid: 5 receipts"},
 		{"valid single", []string{single}, keys, 0, "valid: 1 receipts"},
+		{"open session", []string{open}, keys, 0, "valid: 3 receipts, 3 valid, 0 invalid, 0 undecidable, open: no session_end"},
 		{"tampered chain", []string{bad}, keys, 1, "receipt 2: invalid: bad_signature"},
 		{"no key", []string{good}, nil, 2, "no_trusted_key"},
 		{"malformed", []string{garbage}, keys, 2, "malformed"},
