@@ -486,8 +486,9 @@ var schemaHash = sha256Ref(policy.Schema)
 // policy directory, in name order. Validating the policies against the
 // schema is the slowest part of loading them, so a policy set already
 // validated against this schema (recorded in the store by a previous load)
-// is not validated again; parsing, @id checks, per-request validation and
-// deny-on-error still run every time.
+// is not validated again, and neither are the requests built for it (Docket
+// builds them to the schema itself). Parsing, @id checks and deny-on-error
+// still run every time, so a policy that errors still denies.
 func LoadPolicy(s *client.Store) (*policy.Engine, error) {
 	dir := s.PolicyDir()
 	ents, err := os.ReadDir(dir)
