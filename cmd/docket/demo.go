@@ -119,7 +119,7 @@ func demo(ctx context.Context, w io.Writer, dir string) error {
 	os.WriteFile(filepath.Join(d.project, ".env"), []byte("API_TOKEN=hunter2\n"), 0o600)
 
 	var logURL, logVKey, policyPath, witnessURL string
-	bins, why := demoBinaries(ctx, dir)
+	bins, why := demoBinaries(ctx, w, dir)
 	if bins != nil {
 		d.step("1. A witness and a transparency log, started for real on loopback")
 		if logURL, logVKey, policyPath, witnessURL, err = d.startServers(ctx, bins); err != nil {
@@ -334,7 +334,7 @@ func (d *demoRun) startServers(ctx context.Context, bins map[string]string) (log
 
 // demoBinaries finds docket-log and docket-witness beside this binary or on
 // PATH, or builds them when run inside the Docket source tree.
-func demoBinaries(ctx context.Context, dir string) (map[string]string, string) {
+func demoBinaries(ctx context.Context, w io.Writer, dir string) (map[string]string, string) {
 	names := []string{"docket-log", "docket-witness"}
 	bins := map[string]string{}
 	self, _ := os.Executable()
@@ -352,6 +352,7 @@ func demoBinaries(ctx context.Context, dir string) (map[string]string, string) {
 	if err != nil || strings.TrimSpace(string(mod)) != "github.com/docketlog/docket" {
 		return nil, "docket-log and docket-witness are not installed"
 	}
+	fmt.Fprintln(w, "(building docket-log and docket-witness from source; the first time takes a minute)")
 	out := filepath.Join(dir, "bin") + string(filepath.Separator)
 	build := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/docket-log", "./cmd/docket-witness")
 	if msg, err := build.CombinedOutput(); err != nil {
