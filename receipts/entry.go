@@ -1,6 +1,7 @@
 package receipts
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/hex"
 	"errors"
@@ -64,7 +65,7 @@ func ParseEntry(data []byte) (*Entry, error) {
 	if len(data) > MaxEntrySize {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrEntryTooLarge, len(data), MaxEntrySize)
 	}
-	obj, err := ParseObject(data)
+	obj, canonical, members, err := parseSpans(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
 	}
@@ -77,16 +78,21 @@ func ParseEntry(data []byte) (*Entry, error) {
 	if err != nil || !isHex(pk) {
 		return nil, fmt.Errorf("%w: public_key is not 64 lowercase hex characters", ErrMalformedEntry)
 	}
-	c, err := Canonicalize(rec)
-	if err != nil {
+	// The receipt is parsed once: in an entry already in JCS form its
+	// canonical bytes are (a copy of) a slice of the input.
+	var c []byte
+	if canonical {
+		span := members["receipt"]
+		c = bytes.Clone(data[span[0]:span[1]])
+	} else if c, err = Canonicalize(rec); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
 	}
-	rc, cause, detail := parseReceipt(c)
+	rc, cause, detail := receiptOf(rec, c, nil)
 	if cause != "" || rc.shape != "envelope" {
 		return nil, fmt.Errorf("%w: receipt is not a draft-04 envelope: %s", ErrMalformedEntry, detail)
 	}
-	if rc.kid != KID(pub) {
-		return nil, fmt.Errorf("%w: kid %q is not %q, the kid of public_key", ErrEntrySignature, rc.kid, KID(pub))
+	if kid := KID(pub); rc.kid != kid {
+		return nil, fmt.Errorf("%w: kid %q is not %q, the kid of public_key", ErrEntrySignature, rc.kid, kid)
 	}
 	if rc.sig == nil || !ed25519.Verify(pub, rc.signingInput, rc.sig) {
 		return nil, fmt.Errorf("%w: bad Ed25519 signature", ErrEntrySignature)

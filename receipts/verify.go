@@ -124,23 +124,37 @@ func parseReceipt(data []byte) (rc receipt, cause, detail string) {
 		return rc, CauseMalformed, err.Error()
 	}
 	// Input already in JCS form (as Docket writes it) is its own canonical
-	// form, and an envelope's payload is a slice of it. Otherwise an
-	// envelope's canonical form is assembled from its members', so that the
-	// payload (the signing input) is canonicalized once.
-	var whole []byte
+	// form, and an envelope's payload is a slice of it.
+	if !canonical {
+		return receiptOf(obj, nil, nil)
+	}
+	var payload []byte
+	if span, ok := members["payload"]; ok {
+		payload = data[span[0]:span[1]:span[1]]
+	}
+	return receiptOf(obj, data, payload)
+}
+
+// receiptOf recognizes the shape of a parsed receipt. whole and payloadJCS
+// are the JCS forms of the receipt and of its payload member when the caller
+// already has them, or nil. An envelope's canonical form is otherwise
+// assembled from its members', so that the payload (the signing input) is
+// canonicalized once.
+func receiptOf(obj map[string]any, whole, payloadJCS []byte) (rc receipt, cause, detail string) {
+	var err error
 	payload, okPayload := obj["payload"].(map[string]any)
 	sigObj, okSig := obj["signature"].(map[string]any)
 	envelope := okPayload && okSig && len(obj) == 2
-	if canonical {
-		whole = data
-		if envelope {
-			span := members["payload"]
-			rc.signingInput = data[span[0]:span[1]:span[1]]
+	if envelope {
+		if rc.signingInput = payloadJCS; rc.signingInput == nil {
+			if rc.signingInput, err = Canonicalize(payload); err != nil {
+				return rc, CauseMalformed, err.Error()
+			}
 		}
-	} else if envelope {
-		if rc.signingInput, err = Canonicalize(payload); err != nil {
-			return rc, CauseMalformed, err.Error()
-		}
+	}
+	switch {
+	case whole != nil:
+	case envelope:
 		sigJCS, err := Canonicalize(sigObj)
 		if err != nil {
 			return rc, CauseMalformed, err.Error()
@@ -148,8 +162,10 @@ func parseReceipt(data []byte) (rc receipt, cause, detail string) {
 		whole = make([]byte, 0, len(rc.signingInput)+len(sigJCS)+26)
 		whole = append(append(append(whole, `{"payload":`...), rc.signingInput...), `,"signature":`...)
 		whole = append(append(whole, sigJCS...), '}')
-	} else if whole, err = Canonicalize(obj); err != nil {
-		return rc, CauseMalformed, err.Error()
+	default:
+		if whole, err = Canonicalize(obj); err != nil {
+			return rc, CauseMalformed, err.Error()
+		}
 	}
 	rc.hash, rc.top = sha256Ref(whole), obj
 	if err := checkASCIIKeys(obj); err != nil {
