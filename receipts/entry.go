@@ -65,9 +65,12 @@ func ParseEntry(data []byte) (*Entry, error) {
 	if len(data) > MaxEntrySize {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrEntryTooLarge, len(data), MaxEntrySize)
 	}
-	obj, canonical, members, err := parseSpans(data)
+	obj, canonical, members, asciiKeys, err := parseSpansKeys(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
+	}
+	if !asciiKeys {
+		return nil, fmt.Errorf("%w: non-ASCII object key: receipts allow only ASCII keys", ErrMalformedEntry)
 	}
 	pk, _ := obj["public_key"].(string)
 	rec, ok := obj["receipt"].(map[string]any)

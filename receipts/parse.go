@@ -72,24 +72,30 @@ func ParseObject(data []byte) (map[string]any, error) {
 // parseSpans is ParseObject that also reports whether data is already in
 // JCS form and where each top-level member's value lies in data.
 func parseSpans(data []byte) (obj map[string]any, canonical bool, members map[string][2]int, err error) {
+	obj, canonical, members, _, err = parseSpansKeys(data)
+	return obj, canonical, members, err
+}
+
+// parseSpansKeys is parseSpans that also reports whether every object key is ASCII.
+func parseSpansKeys(data []byte) (obj map[string]any, canonical bool, members map[string][2]int, asciiKeys bool, err error) {
 	if len(data) > MaxDocumentSize {
-		return nil, false, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), MaxDocumentSize)
+		return nil, false, nil, false, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), MaxDocumentSize)
 	}
 	p := parser{data: data, members: make(map[string][2]int, 4)}
 	p.skipSpace()
 	v, err := p.value(0)
 	if err != nil {
-		return nil, false, nil, err
+		return nil, false, nil, false, err
 	}
 	p.skipSpace()
 	if p.pos != len(p.data) {
-		return nil, false, nil, p.errorf("trailing data after the document")
+		return nil, false, nil, false, p.errorf("trailing data after the document")
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, false, nil, &SyntaxError{0, "document is not a JSON object"}
+		return nil, false, nil, false, &SyntaxError{0, "document is not a JSON object"}
 	}
-	return m, !p.nonCanonical, p.members, nil
+	return m, !p.nonCanonical, p.members, !p.nonASCIIKey, nil
 }
 
 type parser struct {
@@ -100,6 +106,8 @@ type parser struct {
 	nonCanonical bool
 	// members records, for the top-level object, each member's value span.
 	members map[string][2]int
+	// nonASCIIKey is set when an object key has a byte outside ASCII.
+	nonASCIIKey bool
 }
 
 func (p *parser) errorf(format string, args ...any) error {
@@ -169,6 +177,9 @@ func (p *parser) object(depth int) (any, error) {
 		}
 		if _, dup := m[k]; dup {
 			return nil, &SyntaxError{keyPos, fmt.Sprintf("duplicate key %q", k)}
+		}
+		for i := 0; i < len(k) && !p.nonASCIIKey; i++ {
+			p.nonASCIIKey = k[i] >= 0x80
 		}
 		if len(m) > 0 && compareUTF16(prevKey, k) > 0 {
 			p.nonCanonical = true

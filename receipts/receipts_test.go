@@ -238,6 +238,7 @@ func TestEntries(t *testing.T) {
 		{"other key", []byte(`{"public_key":"` + hex.EncodeToString(pub(bystanderKey)) + `","receipt":` + string(r) + `}`), ErrEntrySignature},
 		{"tampered", tampered, ErrEntrySignature},
 		{"too large", bytes.Repeat([]byte(" "), MaxEntrySize+1), ErrEntryTooLarge},
+		{"non-ASCII key", bytes.Replace(leaf, []byte(`"tool_name"`), []byte(`"tool_näme"`), 1), ErrMalformedEntry},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -119,9 +119,12 @@ type receipt struct {
 // parseReceipt recognizes the shape of a receipt. A non-empty cause means
 // the receipt could not be parsed; r.hash is set whenever the JSON was valid.
 func parseReceipt(data []byte) (rc receipt, cause, detail string) {
-	obj, canonical, members, err := parseSpans(data)
+	obj, canonical, members, asciiKeys, err := parseSpansKeys(data)
 	if err != nil {
 		return rc, CauseMalformed, err.Error()
+	}
+	if !asciiKeys {
+		return rc, CauseMalformed, "non-ASCII object key: receipts allow only ASCII keys"
 	}
 	// Input already in JCS form (as Docket writes it) is its own canonical
 	// form, and an envelope's payload is a slice of it.
@@ -168,9 +171,6 @@ func receiptOf(obj map[string]any, whole, payloadJCS []byte) (rc receipt, cause,
 		}
 	}
 	rc.hash, rc.top = sha256Ref(whole), obj
-	if err := checkASCIIKeys(obj); err != nil {
-		return rc, CauseMalformed, err.Error()
-	}
 	switch sig := obj["signature"].(type) {
 	case map[string]any:
 		if rc.signingInput == nil {
@@ -219,31 +219,6 @@ func receiptOf(obj map[string]any, whole, payloadJCS []byte) (rc receipt, cause,
 		return rc, CauseUnknownShape, "no signature member: not a signed receipt"
 	}
 	return rc, "", ""
-}
-
-// checkASCIIKeys refuses object keys outside ASCII, which the receipts
-// profile of JCS forbids (AIP-0001) even though RFC 8785 would sort them.
-func checkASCIIKeys(v any) error {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, e := range v {
-			for i := 0; i < len(k); i++ {
-				if k[i] >= 0x80 {
-					return fmt.Errorf("non-ASCII key %q: receipts allow only ASCII keys", k)
-				}
-			}
-			if err := checkASCIIKeys(e); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for _, e := range v {
-			if err := checkASCIIKeys(e); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // decodeSig accepts a 64-byte signature as hex, base64url or base64.
@@ -362,7 +337,8 @@ func VerifyChain(receipts [][]byte, opts Options) []Result {
 // chain does not keep every parsed receipt alive.
 type links struct {
 	parsed                bool
-	hash, payloadHash     string
+	hash                  string
+	signingInput          []byte // for payload-only links, hashed only when needed
 	link                  any
 	hasLink               bool
 	seq                   int64
@@ -379,10 +355,7 @@ func linksOf(rc *receipt) links {
 		return links{}
 	}
 	p := rc.payload
-	l := links{parsed: true, hash: rc.hash}
-	if rc.signingInput != nil {
-		l.payloadHash = sha256Ref(rc.signingInput)
-	}
+	l := links{parsed: true, hash: rc.hash, signingInput: rc.signingInput}
 	if l.link, l.hasLink = p["previousReceiptHash"]; !l.hasLink {
 		l.link, l.hasLink = p["parent_receipt_hash"]
 	}
@@ -415,7 +388,7 @@ func checkLinks(facts []links, results []Result) {
 			case s == prev.hash:
 			case s == strings.TrimPrefix(prev.hash, "sha256:"):
 				r.Legacy = "bare-hex chain link (draft-02)"
-			case prev.payloadHash != "" && (s == prev.payloadHash || s == strings.TrimPrefix(prev.payloadHash, "sha256:")):
+			case prev.signingInput != nil && (s == sha256Ref(prev.signingInput) || s == strings.TrimPrefix(sha256Ref(prev.signingInput), "sha256:")):
 				r.Legacy = "payload-only chain link (draft-01 / flat parent_receipt_hash)"
 			default:
 				r.fail(Invalid, CauseChainBreak, "previous-receipt link %q does not match the previous receipt %s", s, prev.hash)
