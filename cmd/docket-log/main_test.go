@@ -55,11 +55,12 @@ func TestMain(m *testing.M) {
 		return out
 	}
 	logBin = build("docket-log", ".")
-	if logBin == "" {
-		os.Exit(1)
-	}
 	witnessBin = build("docket-witness", "../docket-witness")
 	docketBin = build("docket", "../docket")
+	if logBin == "" || witnessBin == "" || docketBin == "" {
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -602,9 +603,6 @@ func TestCrash(t *testing.T) {
 // TestSync runs docket sync against a log that is down, then up, with two
 // syncs at once, then again with nothing pending.
 func TestSync(t *testing.T) {
-	if docketBin == "" {
-		t.Skip("cmd/docket does not build")
-	}
 	tl := newTestLog(t)
 	project := t.TempDir()
 	st := client.Open(project)
@@ -705,9 +703,6 @@ func startWitness(t *testing.T, dir, name, addr, logVKey string) (*proc, string)
 // after a bounded wait; when one returns, publishing resumes and the
 // pending receipt gets its proof, with the quorum's cosignatures.
 func TestWitnessQuorum(t *testing.T) {
-	if witnessBin == "" {
-		t.Skip("cmd/docket-witness does not build")
-	}
 	if testing.Short() {
 		t.Skip("runs a log and three witnesses")
 	}
