@@ -4,8 +4,10 @@
 // construction, the transparency-log entry, and offline verification with three
 // outcomes (valid, invalid, undecidable).
 //
-// The package depends only on the standard library so that third parties can
-// import it to verify receipts without pulling in a log or a policy engine.
+// The package depends only on the standard library and filippo.io/edwards25519
+// (for signing without crypto/ed25519's start-up tables, see sign), so that
+// third parties can import it to verify receipts without pulling in a log or
+// a policy engine.
 //
 // A receipt is
 //
