@@ -83,14 +83,17 @@ func ParseEntry(data []byte) (*Entry, error) {
 	}
 	// The receipt is parsed once: in an entry already in JCS form its
 	// canonical bytes are (a copy of) a slice of the input.
-	var c []byte
+	var c, payload []byte
 	if canonical {
 		span := members["receipt"]
 		c = bytes.Clone(data[span[0]:span[1]])
+		if ps, ok := members["receipt\x00payload"]; ok {
+			payload = c[ps[0]-span[0] : ps[1]-span[0] : ps[1]-span[0]]
+		}
 	} else if c, err = Canonicalize(rec); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
 	}
-	rc, cause, detail := receiptOf(rec, c, nil)
+	rc, cause, detail := receiptOf(rec, c, payload)
 	if cause != "" || rc.shape != "envelope" {
 		return nil, fmt.Errorf("%w: receipt is not a draft-04 envelope: %s", ErrMalformedEntry, detail)
 	}

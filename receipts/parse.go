@@ -104,8 +104,10 @@ type parser struct {
 	// nonCanonical is set when the input is not already in JCS form
 	// (white space, unsorted keys, escapes or numbers JCS writes otherwise).
 	nonCanonical bool
-	// members records, for the top-level object, each member's value span.
+	// members records the value span of each member of the top-level
+	// object ("key") and of the objects directly inside it ("key\x00key").
 	members map[string][2]int
+	topKey  string // the top-level member being parsed
 	// nonASCIIKey is set when an object key has a byte outside ASCII.
 	nonASCIIKey bool
 }
@@ -192,13 +194,21 @@ func (p *parser) object(depth int) (any, error) {
 		p.pos++
 		p.skipSpace()
 		start := p.pos
+		if depth == 1 {
+			p.topKey = k
+		}
 		v, err := p.value(depth)
 		if err != nil {
 			return nil, err
 		}
 		m[k] = v
-		if depth == 1 && p.members != nil {
-			p.members[k] = [2]int{start, p.pos}
+		if p.members != nil && strings.IndexByte(k, 0) < 0 && strings.IndexByte(p.topKey, 0) < 0 {
+			switch depth {
+			case 1:
+				p.members[k] = [2]int{start, p.pos}
+			case 2:
+				p.members[p.topKey+"\x00"+k] = [2]int{start, p.pos}
+			}
 		}
 		p.skipSpace()
 		if p.pos >= len(p.data) {
