@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -177,8 +178,9 @@ func verifyFile(name string, opts receipts.Options) fileResult {
 
 // Causes checkProofs adds.
 const (
-	causeNoProof   = "no_proof"  // undecidable: the receipt may not be in the log
-	causeInclusion = "inclusion" // invalid: the proof does not show the receipt in the log
+	causeNoProof   = "no_proof"        // undecidable: the receipt may not be in the log
+	causeBadProof  = "malformed_proof" // undecidable: the proof file cannot be read as a tlog-proof
+	causeInclusion = "inclusion"       // invalid: the proof does not show the receipt in the log
 )
 
 // checkProofs requires a verified log proof for every valid receipt of f,
@@ -208,7 +210,11 @@ func checkProofs(f *fileResult, v *client.ProofVerifier, dir string) {
 			continue
 		}
 		vp, err := v.VerifyReceipt(r.Key, f.lines[i], proof)
-		if err != nil {
+		switch {
+		case errors.Is(err, client.ErrProofMalformed):
+			r.Outcome, r.Cause, r.Detail = receipts.Undecidable, causeBadProof, err.Error()
+			continue
+		case err != nil:
 			r.Outcome, r.Cause, r.Detail = receipts.Invalid, causeInclusion, err.Error()
 			continue
 		}
