@@ -51,7 +51,10 @@ stops after step 3 and verifies the local chain only.
 func runDemo(args []string) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, demoUsage) }
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() > 0 {
 		fs.Usage()
 		return 2
 	}

@@ -41,10 +41,7 @@ func runDoctor(args []string) int {
 	fs := flag.NewFlagSet("docket doctor", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, doctorUsage) }
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return flagExit(err)
 	}
 	project, err := client.ProjectDir()
 	if err != nil {

@@ -76,10 +76,7 @@ func runInit(args []string) int {
 	witness := fs.String("witness-policy", "", "")
 	command := fs.String("command", "", "")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return flagExit(err)
 	}
 	if fs.NArg() > 0 {
 		errorf("init: unexpected arguments %q", fs.Args())

@@ -46,7 +46,10 @@ func runKeygen(args []string) int {
 	out := fs.String("o", "", "")
 	logName := fs.String("log", "", "")
 	witnessName := fs.String("witness", "", "")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() > 0 {
 		fs.Usage()
 		return 2
 	}

@@ -5,6 +5,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sort"
@@ -83,4 +84,11 @@ func warnf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "docket: warning: "+format+"\n", args...)
 }
 
-var errNotYet = errors.New("not built yet")
+// flagExit is the exit code for a command whose flags did not parse: 0
+// after -h printed its usage, 2 for a bad flag (already reported).
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -52,10 +51,7 @@ func runPolicy(args []string) int {
 	dir := fs.String("dir", "", "")
 	agentName := fs.String("agent", "claude", "")
 	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return flagExit(err)
 	}
 	project, err := client.ProjectDir()
 	if err != nil {

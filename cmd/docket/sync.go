@@ -44,10 +44,7 @@ func runSync(args []string) int {
 	tokenEnv := fl.String("token-env", "", "")
 	verbose := fl.Bool("v", false, "")
 	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return flagExit(err)
 	}
 	if fl.NArg() > 0 {
 		errorf("sync: unexpected arguments %q", fl.Args())

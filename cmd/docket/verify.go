@@ -77,7 +77,7 @@ func runVerify(args []string) int {
 	witnessPolicy := fs.String("witness-policy", "", "")
 	proofsDir := fs.String("proofs", "", "")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	if fs.NArg() == 0 {
 		errorf("verify: no files given")
