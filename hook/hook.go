@@ -490,31 +490,12 @@ var schemaHash = sha256Ref(policy.Schema)
 // builds them to the schema itself). Parsing, @id checks and deny-on-error
 // still run every time, so a policy that errors still denies.
 func LoadPolicy(s *client.Store) (*policy.Engine, error) {
-	dir := s.PolicyDir()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("reading policy directory: %w", err)
-	}
-	var files []policy.File
-	for _, de := range ents {
-		if de.IsDir() || !strings.HasSuffix(de.Name(), ".cedar") {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, de.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("reading policy: %w", err)
-		}
-		files = append(files, policy.File{Name: de.Name(), Data: data})
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no .cedar files in %s", dir)
-	}
 	var o policy.Options
 	mark, _ := os.ReadFile(s.PolicyValidatedPath())
 	if digest, schema, ok := strings.Cut(strings.TrimSpace(string(mark)), " "); ok && schema == schemaHash {
 		o.ValidatedDigest = digest
 	}
-	eng, err := o.Load(files...)
+	eng, err := o.LoadDir(s.PolicyDir())
 	if err == nil && eng.Digest() != o.ValidatedDigest {
 		// Best effort: without the record the next load validates again.
 		_ = os.WriteFile(s.PolicyValidatedPath(), []byte(eng.Digest()+" "+schemaHash+"\n"), 0o600)

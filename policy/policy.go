@@ -229,6 +229,11 @@ func (o Options) Load(files ...File) (*Engine, error) {
 // LoadFiles reads and loads the named policy files. The file name recorded
 // for each (in errors and in [Engine.Files]) is its base name.
 func LoadFiles(paths ...string) (*Engine, error) {
+	return Options{}.LoadFiles(paths...)
+}
+
+// LoadFiles is like the package-level [LoadFiles] with options.
+func (o Options) LoadFiles(paths ...string) (*Engine, error) {
 	var files []File
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
@@ -237,11 +242,16 @@ func LoadFiles(paths ...string) (*Engine, error) {
 		}
 		files = append(files, File{Name: filepath.Base(p), Data: b})
 	}
-	return Load(files...)
+	return o.Load(files...)
 }
 
 // LoadDir loads every *.cedar file directly inside dir, in name order.
 func LoadDir(dir string) (*Engine, error) {
+	return Options{}.LoadDir(dir)
+}
+
+// LoadDir is like the package-level [LoadDir] with options.
+func (o Options) LoadDir(dir string) (*Engine, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading policy directory: %w", err)
@@ -256,7 +266,7 @@ func LoadDir(dir string) (*Engine, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("no .cedar files in %s", dir)
 	}
-	return LoadFiles(paths...)
+	return o.LoadFiles(paths...)
 }
 
 // Files returns the loaded policy files (name and exact bytes), the input of
