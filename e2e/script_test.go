@@ -6,7 +6,6 @@ package e2e
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +20,9 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
-	"github.com/transparency-dev/merkle/rfc6962"
-	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/docketlog/docket/internal/tlogtest"
 )
 
 // binDir holds the binaries built once for every scenario.
@@ -157,41 +156,24 @@ func cmdGenkey(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // cmdAddcp posts to URL/add-checkpoint the checkpoint of size SIZE, signed
-// with the log key in SKEYFILE, with the consistency proof from OLD, over a
-// tree whose leaf i is "leaf i", and prints the status code and the body:
-// `addcp URL SKEYFILE OLD SIZE`.
+// with the log key in SKEYFILE, with the consistency proof from OLD (a
+// tlogtest.Log, rebuilt the same way by every call), and prints the status
+// code and the body: `addcp URL SKEYFILE OLD SIZE`.
 func cmdAddcp(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 4 {
 		ts.Fatalf("usage: addcp URL SKEYFILE OLD SIZE")
 	}
 	skey, err := os.ReadFile(ts.MkAbs(args[1]))
 	ts.Check(err)
-	signer, err := note.NewSigner(strings.TrimSpace(string(skey)))
+	l, err := tlogtest.FromKey(strings.TrimSpace(string(skey)))
 	ts.Check(err)
 	old, err := strconv.ParseUint(args[2], 10, 64)
 	ts.Check(err)
 	size, err := strconv.ParseUint(args[3], 10, 64)
 	ts.Check(err)
+	body, _ := l.AddCheckpoint(old, size)
 
-	tree := testonly.New(rfc6962.DefaultHasher)
-	for i := range max(old, size) {
-		tree.AppendData(fmt.Appendf(nil, "leaf %d", i))
-	}
-	text := fmt.Sprintf("%s\n%d\n%s\n", signer.Name(), size, base64.StdEncoding.EncodeToString(tree.HashAt(size)))
-	cp, err := note.Sign(&note.Note{Text: text}, signer)
-	ts.Check(err)
-	var body bytes.Buffer
-	fmt.Fprintf(&body, "old %d\n", old)
-	if old > 0 && old <= size {
-		proof, err := tree.ConsistencyProof(old, size)
-		ts.Check(err)
-		for _, h := range proof {
-			fmt.Fprintf(&body, "%s\n", base64.StdEncoding.EncodeToString(h))
-		}
-	}
-	fmt.Fprintf(&body, "\n%s", cp)
-
-	resp, err := http.Post(args[0]+"/add-checkpoint", "text/plain", &body)
+	resp, err := http.Post(args[0]+"/add-checkpoint", "text/plain", bytes.NewReader(body))
 	ts.Check(err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

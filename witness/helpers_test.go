@@ -3,8 +3,6 @@ package witness
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/base64"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,71 +11,34 @@ import (
 	"testing"
 
 	fnote "github.com/transparency-dev/formats/note"
-	"github.com/transparency-dev/merkle/rfc6962"
-	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/docketlog/docket/internal/tlogtest"
 )
 
 // testLog is a log with a real RFC 6962 Merkle tree and a real Ed25519 key.
-type testLog struct {
-	origin string
-	vkey   string
-	signer note.Signer
-	tree   *testonly.Tree
-}
+type testLog struct{ *tlogtest.Log }
 
 func newTestLog(t testing.TB, origin string) *testLog {
 	t.Helper()
-	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testLog{origin: origin, vkey: vkey, signer: s, tree: testonly.New(rfc6962.DefaultHasher)}
-}
-
-// grow appends leaves until the tree has size n.
-func (l *testLog) grow(n uint64) {
-	for l.tree.Size() < n {
-		l.tree.AppendData([]byte(fmt.Sprintf("%s leaf %d", l.origin, l.tree.Size())))
-	}
+	return &testLog{tlogtest.New(origin)}
 }
 
 // checkpoint returns the checkpoint of size n signed by the log's key.
 func (l *testLog) checkpoint(t testing.TB, n uint64) []byte {
 	t.Helper()
-	l.grow(n)
-	return signCheckpoint(t, l.origin, n, l.tree.HashAt(n), l.signer)
+	return l.Checkpoint(n)
 }
 
 func signCheckpoint(t testing.TB, origin string, n uint64, root []byte, signers ...note.Signer) []byte {
 	t.Helper()
-	text := fmt.Sprintf("%s\n%d\n%s\n", origin, n, base64.StdEncoding.EncodeToString(root))
-	signed, err := note.Sign(&note.Note{Text: text}, signers...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signed
+	return tlogtest.SignCheckpoint(origin, n, root, signers...)
 }
 
 // proof returns the consistency proof from old to n (empty from 0).
 func (l *testLog) proof(t testing.TB, old, n uint64) [][]byte {
 	t.Helper()
-	if old == 0 {
-		return nil
-	}
-	l.grow(n)
-	p, err := l.tree.ConsistencyProof(old, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range p {
-		p[i] = bytes.Clone(p[i]) // tests corrupt proofs: keep the tree intact
-	}
-	return p
+	return l.Consistency(old, n)
 }
 
 // request returns a valid add-checkpoint body from old to n.
@@ -110,7 +71,7 @@ func newTestWitness(t testing.TB, cfg Config, logs ...*testLog) *testWitness {
 		cfg.DBPath = filepath.Join(t.TempDir(), "witness.db")
 	}
 	for _, l := range logs {
-		cfg.Logs = append(cfg.Logs, Log{VKey: l.vkey})
+		cfg.Logs = append(cfg.Logs, Log{VKey: l.VKey})
 	}
 	w, err := New(cfg)
 	if err != nil {

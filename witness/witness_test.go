@@ -62,10 +62,10 @@ func TestAddCheckpoint(t *testing.T) {
 		{
 			name: "checkpoint with an extension line and a foreign signature",
 			body: func(t *testing.T, l *testLog) []byte {
-				l.grow(3)
+				l.Grow(3)
 				other := newTestLog(t, "other.example/key")
-				cp := []byte(fmt.Sprintf("%s\n3\n%s\nextension\n", l.origin, b64(l.tree.HashAt(3))))
-				signed, err := note.Sign(&note.Note{Text: string(cp)}, other.signer, l.signer)
+				cp := []byte(fmt.Sprintf("%s\n3\n%s\nextension\n", l.Origin, b64(l.Tree.HashAt(3))))
+				signed, err := note.Sign(&note.Note{Text: string(cp)}, other.Signer, l.Signer)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -91,8 +91,8 @@ func TestAddCheckpoint(t *testing.T) {
 		{
 			name: "no signature",
 			body: func(t *testing.T, l *testLog) []byte {
-				l.grow(3)
-				cp := fmt.Sprintf("%s\n3\n%s\n\n", l.origin, b64(l.tree.HashAt(3)))
+				l.Grow(3)
+				cp := fmt.Sprintf("%s\n3\n%s\n\n", l.Origin, b64(l.Tree.HashAt(3)))
 				return []byte("old 0\n\n" + cp)
 			},
 			want: http.StatusBadRequest, // a note without signature lines is malformed
@@ -193,7 +193,7 @@ func TestAddCheckpoint(t *testing.T) {
 				for i := range 10 {
 					fork.AppendData([]byte(fmt.Sprintf("forked leaf %d", i)))
 				}
-				cp := signCheckpoint(t, l.origin, 10, fork.Hash(), l.signer)
+				cp := signCheckpoint(t, l.Origin, 10, fork.Hash(), l.Signer)
 				return (&addRequest{OldSize: 10, Checkpoint: cp}).marshal()
 			},
 			want:         http.StatusUnprocessableEntity,
@@ -211,7 +211,7 @@ func TestAddCheckpoint(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cp := signCheckpoint(t, l.origin, 16, fork.Hash(), l.signer)
+				cp := signCheckpoint(t, l.Origin, 16, fork.Hash(), l.Signer)
 				return (&addRequest{OldSize: 10, Proof: p, Checkpoint: cp}).marshal()
 			},
 			want:         http.StatusUnprocessableEntity,
@@ -256,12 +256,12 @@ func TestAddCheckpoint(t *testing.T) {
 		{
 			name: "malformed: checkpoint size with a leading zero",
 			body: func(t *testing.T, l *testLog) []byte {
-				l.grow(3)
-				cp := signCheckpoint(t, l.origin, 3, l.tree.HashAt(3), l.signer)
+				l.Grow(3)
+				cp := signCheckpoint(t, l.Origin, 3, l.Tree.HashAt(3), l.Signer)
 				cp = bytes.Replace(cp, []byte("\n3\n"), []byte("\n03\n"), 1)
 				// Re-sign the modified text so that only its syntax is wrong.
 				text := strings.SplitN(string(cp), "\n\n", 2)[0] + "\n"
-				signed, err := note.Sign(&note.Note{Text: text}, l.signer)
+				signed, err := note.Sign(&note.Note{Text: text}, l.Signer)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -297,7 +297,7 @@ func TestAddCheckpoint(t *testing.T) {
 				// The served checkpoint is the log's signed text with our cosignature.
 				verifyCosignature(t, w.vkey, []byte(after.body[:strings.LastIndex(after.body[:len(after.body)-1], "\n")+1]),
 					after.body[strings.LastIndex(after.body[:len(after.body)-1], "\n")+1:])
-				if _, err := note.Open([]byte(after.body), note.VerifierList(mustVerifier(t, l.vkey))); err != nil {
+				if _, err := note.Open([]byte(after.body), note.VerifierList(mustVerifier(t, l.VKey))); err != nil {
 					t.Errorf("served checkpoint: note.Open with the log key = %v", err)
 				}
 			case http.StatusConflict:
@@ -423,9 +423,9 @@ func TestConcurrentAdd(t *testing.T) {
 	}
 
 	// A restart loses nothing: the latest checkpoint, and the size old must match.
-	before := do(t, w, "GET", "/"+LogID(l.origin)+"/checkpoint", nil)
+	before := do(t, w, "GET", "/"+LogID(l.Origin)+"/checkpoint", nil)
 	w.reopen(t)
-	after := do(t, w, "GET", "/"+LogID(l.origin)+"/checkpoint", nil)
+	after := do(t, w, "GET", "/"+LogID(l.Origin)+"/checkpoint", nil)
 	if after != before || !strings.Contains(after.body, fmt.Sprintf("\n%d\n", winSize)) {
 		t.Fatalf("GET checkpoint after restart = %+v, want %+v (size %d)", after, before, winSize)
 	}
@@ -443,7 +443,7 @@ func TestSetLogs(t *testing.T) {
 	if got := post(t, w, b.request(t, 0, 3)); got.status != http.StatusNotFound {
 		t.Fatalf("Add(b) = %d, want 404", got.status)
 	}
-	if err := w.SetLogs([]Log{{VKey: b.vkey}}); err != nil {
+	if err := w.SetLogs([]Log{{VKey: b.VKey}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := post(t, w, b.request(t, 0, 3)); got.status != http.StatusOK {
@@ -457,8 +457,8 @@ func TestSetLogs(t *testing.T) {
 	}
 	// Key rotation: two keys for one origin, either signs.
 	rotated := newTestLog(t, "example.com/b")
-	rotated.tree = b.tree
-	if err := w.SetLogs([]Log{{VKey: b.vkey}, {VKey: rotated.vkey}}); err != nil {
+	rotated.Tree = b.Tree
+	if err := w.SetLogs([]Log{{VKey: b.VKey}, {VKey: rotated.VKey}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := post(t, w, rotated.request(t, 3, 5)); got.status != http.StatusOK {
@@ -475,7 +475,7 @@ func TestReadEndpoints(t *testing.T) {
 		wantType           string
 	}{
 		{"health", "GET", "/health", 200, "text/plain; charset=utf-8"},
-		{"checkpoint never cosigned", "GET", "/" + LogID(l.origin) + "/checkpoint", 404, ""},
+		{"checkpoint never cosigned", "GET", "/" + LogID(l.Origin) + "/checkpoint", 404, ""},
 		{"checkpoint of an unknown id", "GET", "/" + strings.Repeat("0", 64) + "/checkpoint", 404, ""},
 		{"evidence", "GET", "/evidence", 200, "application/json"},
 		{"evidence after", "GET", "/evidence?after=3", 200, "application/json"},
@@ -495,12 +495,12 @@ func TestReadEndpoints(t *testing.T) {
 		t.Errorf("GET /evidence = %q, want []", got.body)
 	}
 	post(t, w, l.request(t, 0, 4))
-	got := do(t, w, "GET", "/"+LogID(l.origin)+"/checkpoint", nil)
+	got := do(t, w, "GET", "/"+LogID(l.Origin)+"/checkpoint", nil)
 	if got.status != 200 || got.contentType != "text/plain; charset=utf-8" {
 		t.Fatalf("GET checkpoint = %d %q, want 200 text/plain", got.status, got.contentType)
 	}
 	// Evidence is listed as JSON with both checkpoints.
-	fork := signCheckpoint(t, l.origin, 4, make([]byte, 32), l.signer)
+	fork := signCheckpoint(t, l.Origin, 4, make([]byte, 32), l.Signer)
 	post(t, w, (&addRequest{OldSize: 4, Checkpoint: fork}).marshal())
 	var list []Evidence
 	if err := json.Unmarshal([]byte(do(t, w, "GET", "/evidence", nil).body), &list); err != nil {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,9 +16,9 @@ import (
 	"testing"
 
 	fnote "github.com/transparency-dev/formats/note"
-	"github.com/transparency-dev/merkle/rfc6962"
-	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/docketlog/docket/internal/tlogtest"
 )
 
 // binary is the docket-witness binary built once by TestMain.
@@ -43,50 +42,17 @@ func TestMain(m *testing.M) {
 }
 
 // testLog is a log with a real Merkle tree and a real Ed25519 key.
-type testLog struct {
-	origin string
-	vkey   string
-	signer note.Signer
-	tree   *testonly.Tree
-}
+type testLog struct{ *tlogtest.Log }
 
 func newTestLog(t *testing.T, origin string) *testLog {
 	t.Helper()
-	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testLog{origin: origin, vkey: vkey, signer: s, tree: testonly.New(rfc6962.DefaultHasher)}
+	return &testLog{tlogtest.New(origin)}
 }
 
 // request returns an add-checkpoint body from old to size and the checkpoint.
 func (l *testLog) request(t *testing.T, old, size uint64) (body, checkpoint []byte) {
 	t.Helper()
-	for l.tree.Size() < size {
-		l.tree.AppendData([]byte(fmt.Sprintf("leaf %d", l.tree.Size())))
-	}
-	text := fmt.Sprintf("%s\n%d\n%s\n", l.origin, size, base64.StdEncoding.EncodeToString(l.tree.HashAt(size)))
-	cp, err := note.Sign(&note.Note{Text: text}, l.signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "old %d\n", old)
-	if old > 0 {
-		proof, err := l.tree.ConsistencyProof(old, size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range proof {
-			fmt.Fprintf(&b, "%s\n", base64.StdEncoding.EncodeToString(h))
-		}
-	}
-	fmt.Fprintf(&b, "\n%s", cp)
-	return b.Bytes(), cp
+	return l.AddCheckpoint(old, size)
 }
 
 // server is a running docket-witness process.
@@ -220,7 +186,7 @@ func setup(t *testing.T, logs ...*testLog) (args []string, witnessVKey, logsFile
 	logsFile = filepath.Join(dir, "logs.policy")
 	var policy strings.Builder
 	for _, l := range logs {
-		fmt.Fprintf(&policy, "log %s https://%s/\n", l.vkey, l.origin)
+		fmt.Fprintf(&policy, "log %s https://%s/\n", l.VKey, l.Origin)
 	}
 	writeFile(t, logsFile, policy.String(), 0o644)
 	return []string{"-listen", "127.0.0.1:0", "-key", keyFile, "-db", filepath.Join(dir, "witness.db"), "-logs", logsFile}, witnessVKey, logsFile
@@ -266,7 +232,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// Restart: the state is kept.
 	s = start(t, args...)
-	if status, body := s.get(t, "/"+logID(l.origin)+"/checkpoint"); status != http.StatusOK || !strings.Contains(body, "\n9\n") {
+	if status, body := s.get(t, "/"+logID(l.Origin)+"/checkpoint"); status != http.StatusOK || !strings.Contains(body, "\n9\n") {
 		t.Fatalf("GET checkpoint after restart = %d %q, want 200 with size 9", status, body)
 	}
 	body, _ = l.request(t, 5, 12)
@@ -280,9 +246,9 @@ func TestEndToEnd(t *testing.T) {
 	verifyCosignature(t, s.vkey, cp, cosig)
 
 	// A fork is refused and kept as evidence.
-	fork := newTestLog(t, l.origin)
-	fork.signer = l.signer
-	fork.tree.AppendData([]byte("something else"))
+	fork := newTestLog(t, l.Origin)
+	fork.Signer = l.Signer
+	fork.Tree.AppendData([]byte("something else"))
 	body, _ = fork.request(t, 12, 12)
 	if status, got := s.post(t, body); status != http.StatusUnprocessableEntity {
 		t.Fatalf("Add(fork) = %d %q, want 422", status, got)
@@ -297,7 +263,7 @@ func TestEndToEnd(t *testing.T) {
 	if status, _ := s.post(t, body); status != http.StatusNotFound {
 		t.Fatalf("Add(unlisted log) = %d, want 404", status)
 	}
-	writeFile(t, logsFile, fmt.Sprintf("log %s\nlog %s\n", l.vkey, l2.vkey), 0o644)
+	writeFile(t, logsFile, fmt.Sprintf("log %s\nlog %s\n", l.VKey, l2.VKey), 0o644)
 	s.cmd.Process.Signal(syscall.SIGHUP)
 	s.waitLog(t, "reloaded log list")
 	if status, got := s.post(t, body); status != http.StatusOK {
@@ -319,7 +285,7 @@ func TestConfigErrors(t *testing.T) {
 	badLogs := filepath.Join(dir, "bad.policy")
 	writeFile(t, badLogs, "log not-a-key\n", 0o644)
 	notKey := filepath.Join(dir, "vkey.key")
-	writeFile(t, notKey, l.vkey+"\n", 0o600)
+	writeFile(t, notKey, l.VKey+"\n", 0o600)
 
 	tests := []struct {
 		name     string
