@@ -100,7 +100,7 @@ func ParseEntry(data []byte) (*Entry, error) {
 	if kid := KID(pub); rc.kid != kid {
 		return nil, fmt.Errorf("%w: kid %q is not %q, the kid of public_key", ErrEntrySignature, rc.kid, kid)
 	}
-	if rc.sig == nil || !ed25519.Verify(pub, rc.signingInput, rc.sig) {
+	if rc.sig == nil || !verifyEd25519(pub, rc.signingInput, rc.sig) {
 		return nil, fmt.Errorf("%w: bad Ed25519 signature", ErrEntrySignature)
 	}
 	e := &Entry{PublicKey: pub, Receipt: c, KID: rc.kid}

@@ -270,7 +270,7 @@ func verifyOne(data []byte, opts Options) (receipt, Result) {
 			return rc, r
 		}
 	}
-	if rc.sig == nil || !ed25519.Verify(key.Public, rc.signingInput, rc.sig) {
+	if rc.sig == nil || !verifyEd25519(key.Public, rc.signingInput, rc.sig) {
 		r.fail(Invalid, CauseBadSignature, "Ed25519 signature does not verify with the trusted key")
 		return rc, r
 	}
