@@ -23,6 +23,8 @@ import (
 type publisher struct {
 	l       *Log
 	waiters atomic.Int64
+	// wake ends an idle wait of watch when a request starts waiting.
+	wake chan struct{}
 
 	// latestMu guards latest.
 	latestMu sync.Mutex
@@ -46,12 +48,15 @@ type published struct {
 
 func (p *publisher) init(l *Log) {
 	p.l = l
+	p.wake = make(chan struct{}, 1)
 	p.latest = &published{next: make(chan struct{})}
 	p.check(context.Background())
 }
 
 // watch polls the published checkpoint: often while requests wait, rarely
-// otherwise.
+// otherwise. The first request to wait ends an idle wait at once: without
+// that, a request arriving just after the others were answered waited out
+// the idle interval, which set the p90 latency.
 func (p *publisher) watch(ctx context.Context) {
 	idle := 250 * time.Millisecond
 	for {
@@ -62,6 +67,7 @@ func (p *publisher) watch(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-p.wake:
 		case <-time.After(d):
 		}
 		p.check(ctx)
@@ -107,7 +113,12 @@ func (p *publisher) current() *published {
 
 // await returns the first published checkpoint that covers index i.
 func (p *publisher) await(ctx context.Context, i uint64) (*published, error) {
-	p.waiters.Add(1)
+	if p.waiters.Add(1) == 1 {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
 	defer p.waiters.Add(-1)
 	for {
 		c := p.current()
