@@ -1,7 +1,12 @@
 package hook_test
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -123,5 +128,43 @@ func holdLock(t *testing.T, p *project, session string) {
 	t.Cleanup(func() { f.Close() })
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPreSignalBlocks sends SIGTERM and SIGINT to a pre hook that is still
+// deciding: the call must be blocked (exit 2) with a reason, not left to an
+// agent that lets a killed hook's call run.
+func TestPreSignalBlocks(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			p := newProject(t)
+			cmd := exec.Command(docketBin, "hook", "pre")
+			cmd.Dir = p.dir
+			cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "DOCKET_TEST_FAULT=signal")
+			cmd.Stdin = bytes.NewReader(p.fixture(t, "claude/pre-bash.json", nil))
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(stderr)
+			line, err := r.ReadString('\n')
+			if err != nil || !strings.Contains(line, "waiting for a signal") {
+				cmd.Process.Kill()
+				t.Fatalf("first stderr line = %q, %v; want the fault's", line, err)
+			}
+			cmd.Process.Signal(sig)
+			rest, _ := io.ReadAll(r)
+			err = cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("hook pre after %v: %v (stderr %q), want exit 2", sig, err, rest)
+			}
+			if !strings.Contains(string(rest), "blocked") || !strings.Contains(string(rest), "stopped before deciding") {
+				t.Fatalf("hook pre after %v: stderr %q, want the call blocked because it was stopped", sig, rest)
+			}
+		})
 	}
 }

@@ -72,6 +72,9 @@ type Options struct {
 	// receipt and a log is configured. It must return at once (start a
 	// detached `docket sync`), never wait on the network.
 	StartSync func(*client.Store)
+	// Prepared, if set, is the loading of Store's policy and key, started
+	// earlier by Prepare; otherwise the pre hook starts it itself.
+	Prepared *Prepared
 	// Fault, if set, is called at named points of the pre hook ("decide");
 	// tests use it to inject panics and delays.
 	Fault func(point string)
@@ -126,7 +129,11 @@ func runPre(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr i
 	select {
 	case a = <-done:
 	case <-ctx.Done():
-		a = block("gate error: internal deadline of %v exceeded (%v); the call is blocked", deadline, context.Cause(ctx))
+		if cause := context.Cause(ctx); errors.Is(cause, context.DeadlineExceeded) {
+			a = block("gate error: internal deadline of %v exceeded (%v); the call is blocked", deadline, cause)
+		} else {
+			a = block("gate error: stopped before deciding (%v); the call is blocked", cause)
+		}
 	}
 	if len(a.stdout) > 0 {
 		if _, err := stdout.Write(a.stdout); err != nil {
@@ -139,40 +146,59 @@ func runPre(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr i
 	return a.code
 }
 
+// Prepared is the slow part of a pre hook, loading the policy and the
+// issuer key, running in the background; see [Prepare].
+type Prepared struct {
+	store  *client.Store
+	policy chan loadedPolicy
+	key    chan loadedKey
+}
+
+type loadedPolicy struct {
+	eng *policy.Engine
+	err error
+}
+
+type loadedKey struct {
+	key ed25519.PrivateKey
+	err error
+}
+
+// Prepare starts loading the store's policy and issuer key, each on its own
+// goroutine. A pre hook process calls it as early as it knows the project,
+// so that the loads overlap everything else it does before deciding; pass
+// the result in [Options].Prepared. A panic while loading becomes an error.
+func Prepare(s *client.Store) *Prepared {
+	p := &Prepared{store: s, policy: make(chan loadedPolicy, 1), key: make(chan loadedKey, 1)}
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				p.policy <- loadedPolicy{err: fmt.Errorf("panic loading policy: %.200v", r)}
+			}
+		}()
+		eng, err := LoadPolicy(s)
+		p.policy <- loadedPolicy{eng, err}
+	}()
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				p.key <- loadedKey{err: fmt.Errorf("panic loading the key: %.200v", r)}
+			}
+		}()
+		key, err := receipts.LoadPrivateKey(s.KeyPath())
+		p.key <- loadedKey{key, err}
+	}()
+	return p
+}
+
 // pre decides one call, signs the decision into the chain and answers.
 func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
-	// Loading the policy is the slowest step: overlap it with reading and
-	// parsing the event and loading the key.
-	type loaded struct {
-		eng *policy.Engine
-		err error
+	// Loading the policy (parsing Cedar) and the key are the slow steps:
+	// they overlap reading and parsing the event.
+	prep := opts.Prepared
+	if prep == nil || prep.store != opts.Store {
+		prep = Prepare(opts.Store)
 	}
-	policyc := make(chan loaded, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				policyc <- loaded{err: fmt.Errorf("panic loading policy: %.200v", r)}
-			}
-		}()
-		eng, err := LoadPolicy(opts.Store)
-		policyc <- loaded{eng, err}
-	}()
-	// Loading the key builds Ed25519's base-point table, the other slow
-	// step of a fresh process: overlap it too.
-	type loadedKey struct {
-		key ed25519.PrivateKey
-		err error
-	}
-	keyc := make(chan loadedKey, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				keyc <- loadedKey{err: fmt.Errorf("panic loading the key: %.200v", r)}
-			}
-		}()
-		key, err := receipts.LoadPrivateKey(opts.Store.KeyPath())
-		keyc <- loadedKey{key, err}
-	}()
 	data, err := io.ReadAll(io.LimitReader(stdin, MaxInput+1))
 	if err != nil {
 		return block("gate error: reading hook input: %v; the call is blocked", err)
@@ -183,7 +209,7 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 	}
 	var lk loadedKey
 	select {
-	case lk = <-keyc:
+	case lk = <-prep.key:
 	case <-ctx.Done():
 		return block("gate error: internal deadline exceeded loading the key; the call is blocked")
 	}
@@ -193,9 +219,9 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 	}
 	var d policy.Decision
 	var digest string
-	var l loaded
+	var l loadedPolicy
 	select {
-	case l = <-policyc:
+	case l = <-prep.policy:
 	case <-ctx.Done():
 		return block("gate error: internal deadline exceeded loading the policy; the call is blocked")
 	}
