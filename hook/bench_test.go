@@ -17,9 +17,16 @@ import (
 //
 //	go test -run '^$' -bench 'Process|PreVsBare' -benchtime 400x ./hook
 //
-// BenchmarkHookPreVsBare runs the two alternately, so that both see the same
-// machine load, and reports each median and their ratio, with the median of
-// `docket help` (which does nothing) as the floor of any docket command.
+// BenchmarkHookPreVsBare runs them in turn, so that all see the same
+// machine load, and reports the medians of:
+//   - pre: docket as `go build` makes it (linked with libc where cgo is
+//     available, because net uses it);
+//   - pre-static: docket built with CGO_ENABLED=0, as the README installs it;
+//   - bare, and the ratio of each pre to it;
+//   - bare-durable: bare that also appends its input to a file with flock
+//     and fdatasync, the least any hook that keeps a durable record costs;
+//   - docket-help: the static docket doing nothing, the least any docket
+//     command costs.
 
 func benchProject(b *testing.B) (*project, []byte) {
 	p := newProject(b, filepath.Join("..", "testdata", "hook", "bench20.cedar"))
@@ -60,18 +67,29 @@ func BenchmarkBareProcess(b *testing.B) {
 func BenchmarkHookPreVsBare(b *testing.B) {
 	p, ev := benchProject(b)
 	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home)
-	var pre, bare, floor []time.Duration
+	static := filepath.Join(b.TempDir(), "docket-static")
+	build := exec.Command("go", "build", "-o", static, "github.com/docketlog/docket/cmd/docket")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building a static docket: %v\n%s", err, out)
+	}
+	durable := filepath.Join(p.dir, "bare-durable.log")
+	var pre, preStatic, bare, bareDurable, help []time.Duration
 	for b.Loop() {
 		pre = append(pre, runProcess(b, p.dir, ev, env, docketBin, "hook", "pre"))
+		preStatic = append(preStatic, runProcess(b, p.dir, ev, env, static, "hook", "pre"))
 		bare = append(bare, runProcess(b, p.dir, ev, env, bareBin))
-		floor = append(floor, runProcess(b, p.dir, ev, env, docketBin, "help"))
+		bareDurable = append(bareDurable, runProcess(b, p.dir, ev, env, bareBin, durable))
+		help = append(help, runProcess(b, p.dir, ev, env, static, "help"))
 	}
-	mp, mb := median(pre), median(bare)
-	b.ReportMetric(float64(mp)/1e6, "pre-median-ms")
-	b.ReportMetric(float64(mb)/1e6, "bare-median-ms")
-	b.ReportMetric(float64(mp)/float64(mb), "ratio")
-	// docket help does nothing: the cost of starting the docket binary.
-	b.ReportMetric(float64(median(floor))/1e6, "docket-help-median-ms")
+	ms := func(ds []time.Duration) float64 { return float64(median(ds)) / 1e6 }
+	b.ReportMetric(ms(pre), "pre-ms")
+	b.ReportMetric(ms(preStatic), "pre-static-ms")
+	b.ReportMetric(ms(bare), "bare-ms")
+	b.ReportMetric(ms(pre)/ms(bare), "pre/bare")
+	b.ReportMetric(ms(preStatic)/ms(bare), "pre-static/bare")
+	b.ReportMetric(ms(bareDurable), "bare-durable-ms")
+	b.ReportMetric(ms(help), "docket-help-ms")
 }
 
 func median(ds []time.Duration) time.Duration {
