@@ -30,7 +30,9 @@ import (
 // before the key gets a table; building one costs about three verifications.
 const tableAfter = 3
 
-// maxTables bounds the memory of the cache: a table is 61,440 bytes.
+// maxTables bounds the memory of the cache: a table is 61,440 bytes. The
+// cache forgets every key once it holds 4·maxTables of them; keys past
+// maxTables until then are verified by crypto/ed25519.
 const maxTables = 256
 
 // niels is a point in the affine form the mixed addition wants:
@@ -52,13 +54,14 @@ var (
 type keyEntry struct {
 	uses  atomic.Int64
 	once  sync.Once
-	table *multiples // nil for a key that does not decode
+	bad   bool       // the key does not decode
+	table *multiples // nil when bad or past maxTables
 }
 
 var keyCache struct {
-	sync.Mutex // guards m and tables
+	sync.Mutex // guards m
 	m          map[[32]byte]*keyEntry
-	tables     int
+	tables     atomic.Int64 // built since m was last emptied
 }
 
 // verifyEd25519 reports whether sig is a valid Ed25519 signature of msg by
@@ -72,12 +75,22 @@ func verifyEd25519(pub ed25519.PublicKey, msg, sig []byte) bool {
 		return ed25519.Verify(pub, msg, sig)
 	}
 	e.once.Do(func() {
-		if A, err := new(edwards25519.Point).SetBytes(pub); err == nil {
+		A, err := new(edwards25519.Point).SetBytes(pub)
+		if err != nil {
+			e.bad = true
+			return
+		}
+		if keyCache.tables.Add(1) <= maxTables {
 			e.table = newMultiples(A)
+		} else {
+			keyCache.tables.Add(-1)
 		}
 	})
-	if e.table == nil {
+	switch {
+	case e.bad:
 		return false // A does not decode: crypto/ed25519 says false too
+	case e.table == nil:
+		return ed25519.Verify(pub, msg, sig)
 	}
 	return verifyWith(e.table, pub, msg, sig)
 }
@@ -93,6 +106,7 @@ func keyEntryFor(pub [32]byte) *keyEntry {
 		// Forget everything rather than track recency: the keys still in
 		// use earn their tables again after tableAfter verifications.
 		keyCache.m = make(map[[32]byte]*keyEntry)
+		keyCache.tables.Store(0)
 	}
 	e := &keyEntry{}
 	keyCache.m[pub] = e

@@ -245,3 +245,30 @@ func BenchmarkVerifyEd25519(b *testing.B) {
 		}
 	})
 }
+
+// TestVerifyEd25519CacheBounds verifies with more keys than the cache keeps
+// tables for, and more than it keeps at all: every answer stays right and
+// the cache stays within its bounds.
+func TestVerifyEd25519CacheBounds(t *testing.T) {
+	msg := []byte("bounded")
+	for i := range 4*maxTables + 10 {
+		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+		sig := ed25519.Sign(priv, msg)
+		bad := bytes.Clone(sig)
+		bad[0] ^= 1
+		for range tableAfter + 1 {
+			if !verifyEd25519(pub, msg, sig) {
+				t.Fatalf("key %d: a valid signature did not verify", i)
+			}
+		}
+		if verifyEd25519(pub, msg, bad) {
+			t.Fatalf("key %d: a bad signature verified", i)
+		}
+		keyCache.Lock()
+		n, tables := len(keyCache.m), keyCache.tables.Load()
+		keyCache.Unlock()
+		if n > 4*maxTables || tables > maxTables+1 {
+			t.Fatalf("after %d keys the cache holds %d keys and %d tables", i+1, n, tables)
+		}
+	}
+}
