@@ -100,7 +100,7 @@ func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, receipts.MaxEntrySize))
+	body, err := readBody(w, r)
 	var res *Result
 	if err == nil {
 		res, err = l.Add(r.Context(), body)
@@ -128,6 +128,30 @@ func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
 	h.Set("Docket-Duplicate", strconv.FormatBool(res.Dup))
 	w.Write(res.Proof)
 	l.logger.Debug("add", "status", http.StatusOK, "index", res.Index, "dup", res.Dup, "size", res.Size, "took", time.Since(start))
+}
+
+// readBody reads a request body of at most receipts.MaxEntrySize bytes, in
+// one allocation when the client sent its Content-Length.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, receipts.MaxEntrySize)
+	n := r.ContentLength
+	if n <= 0 || n > receipts.MaxEntrySize {
+		return io.ReadAll(body)
+	}
+	buf := make([]byte, 0, n+1)
+	for len(buf) < cap(buf) {
+		k, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	// More than announced (net/http does not let this happen).
+	rest, err := io.ReadAll(body)
+	return append(buf, rest...), err
 }
 
 func (l *Log) handleCheckpoint(w http.ResponseWriter, r *http.Request) {

@@ -376,14 +376,12 @@ func (l *Log) Add(ctx context.Context, data []byte) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, l.cfg.PublishTimeout)
-	defer cancel()
-	p, err := l.pub.await(wctx, idx)
+	p, err := l.pub.await(ctx, idx, time.Now().Add(l.cfg.PublishTimeout))
 	if err != nil {
 		if ctx.Err() == nil && l.closing.Load() {
 			return nil, fmt.Errorf("%w: entry %d is sequenced", ErrClosed, idx)
 		}
-		if ctx.Err() == nil {
+		if errors.Is(err, errWaitedTooLong) {
 			return nil, fmt.Errorf("%w: entry %d waited %v", ErrNotPublished, idx, l.cfg.PublishTimeout)
 		}
 		return nil, err

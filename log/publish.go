@@ -26,10 +26,20 @@ type publisher struct {
 	// wake ends an idle wait of watch when a request starts waiting.
 	wake chan struct{}
 
-	// latestMu guards latest.
+	// latestMu guards latest, tick and tickAt.
 	latestMu sync.Mutex
 	latest   *published
+	// tick is closed and replaced at most every tickEvery while requests
+	// wait, so that waiters check their deadlines without a timer each.
+	tick   chan struct{}
+	tickAt time.Time
 }
+
+// tickEvery is how often waiters check their deadlines.
+const tickEvery = 100 * time.Millisecond
+
+// errWaitedTooLong is await's answer when its deadline passed.
+var errWaitedTooLong = errors.New("no covering checkpoint before the deadline")
 
 // published is one published checkpoint. next is closed when a newer
 // checkpoint replaces it.
@@ -49,6 +59,7 @@ type published struct {
 func (p *publisher) init(l *Log) {
 	p.l = l
 	p.wake = make(chan struct{}, 1)
+	p.tick = make(chan struct{})
 	p.latest = &published{next: make(chan struct{})}
 	p.check(context.Background())
 }
@@ -71,6 +82,12 @@ func (p *publisher) watch(ctx context.Context) {
 		case <-time.After(d):
 		}
 		p.check(ctx)
+		p.latestMu.Lock()
+		if now := time.Now(); now.Sub(p.tickAt) >= tickEvery {
+			close(p.tick)
+			p.tick, p.tickAt = make(chan struct{}), now
+		}
+		p.latestMu.Unlock()
 	}
 }
 
@@ -111,8 +128,10 @@ func (p *publisher) current() *published {
 	return p.latest
 }
 
-// await returns the first published checkpoint that covers index i.
-func (p *publisher) await(ctx context.Context, i uint64) (*published, error) {
+// await returns the first published checkpoint that covers index i, or
+// errWaitedTooLong once deadline has passed (checked at least every
+// tickEvery plus a poll interval).
+func (p *publisher) await(ctx context.Context, i uint64, deadline time.Time) (*published, error) {
 	if p.waiters.Add(1) == 1 {
 		select {
 		case p.wake <- struct{}{}:
@@ -121,12 +140,18 @@ func (p *publisher) await(ctx context.Context, i uint64) (*published, error) {
 	}
 	defer p.waiters.Add(-1)
 	for {
-		c := p.current()
+		p.latestMu.Lock()
+		c, tick := p.latest, p.tick
+		p.latestMu.Unlock()
 		if c.size > i {
 			return c, nil
 		}
+		if !time.Now().Before(deadline) {
+			return nil, errWaitedTooLong
+		}
 		select {
 		case <-c.next:
+		case <-tick:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
