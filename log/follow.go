@@ -48,8 +48,10 @@ func (l *Log) catchUp(ctx context.Context) error {
 	return nil
 }
 
-// followLoop keeps the dedup index level with the log: it runs after local
-// appends and every second (a safety net).
+// followLoop keeps the dedup index level with the log: it indexes each
+// sequenced batch as the sequencer feeds it, and reads the log itself when
+// a fed batch does not start where the index ends, and every second (a
+// safety net).
 func (l *Log) followLoop(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -57,7 +59,13 @@ func (l *Log) followLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-l.followKick:
+		case r := <-l.fed:
+			if r.from == l.coveredN.Load() {
+				if err := l.index(ctx, r.from, r.hashes); err != nil && ctx.Err() == nil {
+					l.logger.Error("indexing a sequenced batch", "err", err)
+				}
+				continue
+			}
 		case <-t.C:
 		}
 		if err := l.follow(ctx); err != nil && ctx.Err() == nil {
@@ -94,31 +102,42 @@ func (l *Log) follow(ctx context.Context) error {
 		if uint64(len(hashes)) != end-from {
 			return fmt.Errorf("entry bundles hold %d entries in [%d, %d)", len(hashes), from, end)
 		}
-		dups, err := l.idx.add(ctx, from, hashes)
+		if err := l.index(ctx, from, hashes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// index records the leaf hashes of entries from, from+1, … in the dedup
+// index, which must cover exactly from entries, then forgets the pending
+// appends it now covers. Only the follower calls it.
+func (l *Log) index(ctx context.Context, from uint64, hashes []leafHash) error {
+	end := from + uint64(len(hashes))
+	dups, err := l.idx.add(ctx, from, hashes)
+	if err != nil {
+		return fmt.Errorf("indexing [%d, %d): %w", from, end, err)
+	}
+	for _, d := range dups {
+		l.logger.Error("duplicate leaf in the log", "index", d)
+	}
+	// The filter learns the hashes before prune forgets them in memory,
+	// so a lookup always finds an entry in one of the two.
+	f := l.filter.Load()
+	if f != nil {
+		for _, h := range hashes {
+			f.add(h)
+		}
+	}
+	l.coveredN.Store(end)
+	l.prune(end)
+	if f != nil && f.full() {
+		nf, err := l.idx.buildFilter(ctx)
 		if err != nil {
-			return fmt.Errorf("indexing [%d, %d): %w", from, end, err)
+			return err
 		}
-		for _, d := range dups {
-			l.logger.Error("duplicate leaf in the log", "index", d)
-		}
-		// The filter learns the hashes before prune forgets them in memory,
-		// so a lookup always finds an entry in one of the two.
-		f := l.filter.Load()
-		if f != nil {
-			for _, h := range hashes {
-				f.add(h)
-			}
-		}
-		l.coveredN.Store(end)
-		l.prune(end)
-		if f != nil && f.full() {
-			nf, err := l.idx.buildFilter(ctx)
-			if err != nil {
-				return err
-			}
-			l.filter.Store(nf)
-			l.logger.Info("dedup filter grown", "entries", end, "capacity", nf.capacity)
-		}
+		l.filter.Store(nf)
+		l.logger.Info("dedup filter grown", "entries", end, "capacity", nf.capacity)
 	}
 	return nil
 }

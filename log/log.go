@@ -160,9 +160,10 @@ type Log struct {
 
 	seqCh      chan *seqReq
 	seqStopped chan struct{}
-	followKick chan struct{}
-	coveredN   atomic.Uint64 // entries the dedup index covers
-	filter     atomic.Pointer[filter]
+	// fed carries each sequenced batch's leaf hashes to the follower.
+	fed      chan indexedRange
+	coveredN atomic.Uint64 // entries the dedup index covers
+	filter   atomic.Pointer[filter]
 
 	pub publisher
 }
@@ -196,7 +197,7 @@ func New(ctx context.Context, cfg Config) (*Log, error) {
 		verifier:   v,
 		inflight:   make(chan struct{}, cfg.MaxInFlight),
 		recent:     make(map[leafHash]*pending),
-		followKick: make(chan struct{}, 1),
+		fed:        make(chan indexedRange, 16),
 		seqCh:      make(chan *seqReq, cfg.MaxInFlight),
 		seqStopped: make(chan struct{}),
 	}
@@ -456,7 +457,7 @@ func (l *Log) sequence(ctx context.Context, leaf []byte) (uint64, bool, error) {
 
 		// The append must finish even if this client goes away: others may
 		// be waiting on it, and Tessera resolves it within a batch.
-		idx, err := l.append(leaf)
+		idx, err := l.append(leaf, h)
 		l.recentMu.Lock()
 		p.idx, p.err = idx, err
 		if err != nil {
@@ -467,10 +468,6 @@ func (l *Log) sequence(ctx context.Context, leaf []byte) (uint64, bool, error) {
 		if err != nil {
 			return 0, false, fmt.Errorf("appending: %w", err)
 		}
-		select {
-		case l.followKick <- struct{}{}:
-		default:
-		}
 		return idx, false, nil
 	}
 }
@@ -479,6 +476,7 @@ func (l *Log) sequence(ctx context.Context, leaf []byte) (uint64, bool, error) {
 // done is closed.
 type seqReq struct {
 	leaf []byte
+	hash leafHash
 	done chan struct{}
 	idx  uint64
 	err  error
@@ -487,8 +485,8 @@ type seqReq struct {
 // append sequences leaf through the sequencer and returns its index once
 // Tessera has durably sequenced and integrated it. It does not give up
 // when a client goes away: others may be waiting on the same append.
-func (l *Log) append(leaf []byte) (uint64, error) {
-	r := &seqReq{leaf: leaf, done: make(chan struct{})}
+func (l *Log) append(leaf []byte, h leafHash) (uint64, error) {
+	r := &seqReq{leaf: leaf, hash: h, done: make(chan struct{})}
 	l.seqCh <- r // never blocks: seqCh holds MaxInFlight requests
 	select {
 	case <-r.done:
@@ -538,6 +536,35 @@ func (l *Log) sequencer(ctx context.Context) {
 			r.idx, r.err = res.Index, err
 			close(r.done)
 		}
+		l.feed(batch)
 		l.logger.Debug("sequenced", "entries", len(batch), "took", time.Since(start), "handover", handover)
+	}
+}
+
+// indexedRange is the leaf hashes of log entries from, from+1, ….
+type indexedRange struct {
+	from   uint64
+	hashes []leafHash
+}
+
+// feed hands the leaf hashes of a sequenced batch to the follower, so that
+// it need not read back what was just written. Only a batch that Tessera
+// placed at consecutive indices is fed; anything else, or a full channel,
+// leaves the follower to read the log itself.
+func (l *Log) feed(batch []*seqReq) {
+	r := indexedRange{hashes: make([]leafHash, 0, len(batch))}
+	for i, q := range batch {
+		if q.err != nil || (i > 0 && q.idx != batch[i-1].idx+1) {
+			return
+		}
+		r.hashes = append(r.hashes, q.hash)
+	}
+	if len(batch) == 0 {
+		return
+	}
+	r.from = batch[0].idx
+	select {
+	case l.fed <- r:
+	default:
 	}
 }
