@@ -535,3 +535,38 @@ func writeHead(hf *os.File, st Head) error {
 	}
 	return nil
 }
+
+// WriteFileAtomic replaces path with data, durably: it writes a temporary
+// file in the same directory (created if missing, mode 0700), fsyncs it,
+// gives it mode perm, renames it over path and fsyncs the directory. A
+// crash leaves the old file or the new one, never a torn one.
+func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // fails harmlessly after the rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}

@@ -248,7 +248,7 @@ func (sub *submitter) deliver(ctx context.Context, p pendingReceipt) error {
 				// misconfigured; do not store it, do not hammer it.
 				return fmt.Errorf("log answered with a proof that does not verify: %w", err)
 			}
-			return writeFileAtomic(sub.store.ProofPath(p.session, p.sequence), proofText)
+			return WriteFileAtomic(sub.store.ProofPath(p.session, p.sequence), proofText, 0o600)
 		}
 		if errors.Is(err, ErrRejected) {
 			return err
@@ -313,36 +313,3 @@ func errorMessage(body []byte) string {
 	return strings.TrimSpace(string(body))
 }
 
-// writeFileAtomic writes data to path via a synced temporary file and a
-// rename, so a reader sees either no file or the whole file.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}

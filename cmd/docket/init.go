@@ -229,7 +229,7 @@ func initSettings(project, command string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	if err := writeFileAtomic(path, data, mode); err != nil {
+	if err := client.WriteFileAtomic(path, data, mode); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("added %s hooks to %s", strings.Join(added, ", "), rel(project, path)), nil
@@ -384,16 +384,4 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
-	tmp := path + ".docket-tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }
