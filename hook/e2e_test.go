@@ -495,3 +495,72 @@ func TestPostStartsSync(t *testing.T) {
 		t.Fatalf("no receipt reached the log: the post hook did not start docket sync")
 	}
 }
+
+// TestSpoolDrainedOnce spools the executions of four allowed calls, then
+// runs docket sync and session hooks side by side, all of which drain the
+// spool: each execution must be receipted exactly once, linked to its
+// decision (a second receipt of one event would be an unlinked execution,
+// which makes the chain invalid).
+func TestSpoolDrainedOnce(t *testing.T) {
+	p := newProject(t)
+	ids := []string{"toolu_a", "toolu_b", "toolu_c", "toolu_d"}
+	for _, id := range ids {
+		if r := p.run(t, p.fixture(t, "claude/pre-bash.json", map[string]any{"tool_use_id": id}), nil, "hook", "pre"); r.code != 0 {
+			t.Fatalf("Pre(%s) = exit %d (%s), want 0", id, r.code, r.stderr)
+		}
+	}
+	keyPath := filepath.Join(p.dir, ".docket", "issuer.key")
+	key, err := os.ReadFile(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(keyPath)
+	for _, id := range ids {
+		if r := p.run(t, p.fixture(t, "claude/post-bash.json", map[string]any{"tool_use_id": id}), nil, "hook", "post"); r.code != 1 {
+			t.Fatalf("Post(%s) without a key = exit %d (%s), want 1 (spooled)", id, r.code, r.stderr)
+		}
+	}
+	writeFile(t, keyPath, key, 0o600)
+
+	var wg sync.WaitGroup
+	results := make([]result, 6)
+	for i := range results {
+		wg.Go(func() {
+			if i%2 == 0 {
+				results[i] = p.run(t, nil, nil, "sync")
+			} else {
+				ev := p.fixture(t, "claude/session-start.json", map[string]any{"session_id": fmt.Sprintf("other-%d", i)})
+				results[i] = p.run(t, ev, nil, "hook", "session-start")
+			}
+		})
+	}
+	wg.Wait()
+	receipted := 0
+	for i, r := range results {
+		if i%2 == 1 && r.code != 0 {
+			t.Fatalf("SessionStart = exit %d (%s), want 0", r.code, r.stderr)
+		}
+		var n int
+		if _, err := fmt.Sscanf(r.stdout, "receipted %d spooled events", &n); err == nil {
+			receipted += n
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(p.dir, ".docket", "spool", "*.json")); len(left) != 0 {
+		t.Fatalf("spool still holds %d events", len(left))
+	}
+	executions := 0
+	for _, pl := range p.verify(t, claudeSession) {
+		if pl.HookEvent == "PostToolUse" {
+			executions++
+			if pl.DecisionReceiptHash == "" {
+				t.Fatalf("execution %d is not linked to its decision", pl.Sequence)
+			}
+		}
+	}
+	if executions != len(ids) {
+		t.Fatalf("chain holds %d executions, want %d", executions, len(ids))
+	}
+	if receipted > len(ids) {
+		t.Fatalf("docket sync reports %d spooled events receipted, more than the %d spooled", receipted, len(ids))
+	}
+}

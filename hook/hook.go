@@ -33,6 +33,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/docketlog/docket/client"
@@ -352,7 +353,7 @@ func runRecord(opts Options, stdin io.Reader, stderr io.Writer) int {
 		opts.Logger.Warn("hook event spooled", "hook", string(opts.Kind), "err", err)
 		return ExitWarning
 	}
-	if n, err := drainSpool(opts); err != nil {
+	if n, err := drainSpool(opts, maxDrain); err != nil {
 		fmt.Fprintf(stderr, "docket: warning: spooled events: %v\n", oneLine(err.Error()))
 	} else if n > 0 {
 		opts.Logger.Info("spooled events receipted", "count", n)
@@ -457,10 +458,25 @@ func spool(s *client.Store, agent Agent, kind Kind, data []byte) (string, error)
 // maxDrain bounds the spooled events one hook run receipts.
 const maxDrain = 32
 
-// drainSpool receipts spooled events, oldest first, removing each one that
-// is receipted. An event that can never be receipted (bad input) is renamed
-// *.rejected and left for a human. It stops at the first other failure.
-func drainSpool(opts Options) (int, error) {
+// SpoolLockFile, in the spool directory, is locked by whoever drains it.
+const SpoolLockFile = ".lock"
+
+// DrainSpool receipts every event kept in the store's spool (a post or
+// session hook that could not record it), oldest first; `docket sync`
+// calls it so that spooled events do not wait for the next hook. It
+// returns how many it receipted. See also [Options].
+func DrainSpool(s *client.Store, home string) (int, error) {
+	return drainSpool(Options{Store: s, Home: home, Start: time.Now(), Logger: slog.New(slog.DiscardHandler)}, -1)
+}
+
+// drainSpool receipts spooled events, oldest first and at most max of them
+// (all when max < 0), removing each one that is receipted. An event that
+// can never be receipted (bad input) is renamed *.rejected and left for a
+// human. It stops at the first other failure. One process drains at a
+// time, under SpoolLockFile: two drainers would receipt an event twice,
+// and the second execution receipt, finding its decision consumed, would
+// be unlinked. When another process holds the lock it returns at once.
+func drainSpool(opts Options, max int) (int, error) {
 	ents, err := os.ReadDir(opts.Store.SpoolDir())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -468,9 +484,24 @@ func drainSpool(opts Options) (int, error) {
 		}
 		return 0, err
 	}
+	if !slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), ".json") }) {
+		return 0, nil
+	}
+	lock, err := os.OpenFile(filepath.Join(opts.Store.SpoolDir(), SpoolLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return 0, nil // another process is draining
+	}
+	// Listed again under the lock: the holder before us may have drained.
+	if ents, err = os.ReadDir(opts.Store.SpoolDir()); err != nil {
+		return 0, err
+	}
 	n := 0
 	for _, e := range ents {
-		if n == maxDrain {
+		if n == max {
 			break
 		}
 		parts := strings.Split(e.Name(), ".")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/client"
+	"github.com/docketlog/docket/hook"
 )
 
 const syncUsage = `Usage:
@@ -75,7 +76,15 @@ func runSync(args []string) int {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	res, err := client.Open(project).Sync(ctx, opts)
+	store := client.Open(project)
+	// Events a hook had to spool are receipted first, so they are synced too.
+	home, _ := os.UserHomeDir()
+	if n, err := hook.DrainSpool(store, home); err != nil {
+		warnf("spooled events: %v", err)
+	} else if n > 0 {
+		fmt.Printf("receipted %d spooled events\n", n)
+	}
+	res, err := store.Sync(ctx, opts)
 	if res.Stored > 0 {
 		fmt.Printf("stored %d proofs\n", res.Stored)
 	}
