@@ -312,4 +312,3 @@ func errorMessage(body []byte) string {
 	}
 	return strings.TrimSpace(string(body))
 }
-
