@@ -43,11 +43,18 @@ type niels struct{ ypx, ymx, xy2d field.Element }
 // signed base-16 digits, [s]P is one addition per nonzero digit.
 type multiples [64][8]niels
 
-var (
-	curveD2  field.Element // 2·d, d = -121665/121666
-	baseOnce sync.Once
-	baseMult *multiples // of the base point B
-)
+// baseMultiples is the table of the base point B.
+var baseMultiples = sync.OnceValue(func() *multiples { return newMultiples(edwards25519.NewGeneratorPoint()) })
+
+// d2 is 2·d, the curve constant the additions need (d = -121665/121666).
+var d2 = sync.OnceValue(func() *field.Element {
+	var n, m, v field.Element
+	n.SetBytes(le32(121665))
+	m.SetBytes(le32(121666))
+	v.Multiply(&n, m.Invert(&m))
+	v.Negate(&v)
+	return v.Add(&v, &v)
+})
 
 // keyEntry counts the verifications with one key and holds its table once
 // built.
@@ -71,7 +78,7 @@ func verifyEd25519(pub ed25519.PublicKey, msg, sig []byte) bool {
 		return false
 	}
 	e := keyEntryFor([32]byte(pub))
-	if e == nil || e.uses.Add(1) <= tableAfter {
+	if e.uses.Add(1) <= tableAfter {
 		return ed25519.Verify(pub, msg, sig)
 	}
 	e.once.Do(func() {
@@ -95,7 +102,7 @@ func verifyEd25519(pub ed25519.PublicKey, msg, sig []byte) bool {
 	return verifyWith(e.table, pub, msg, sig)
 }
 
-// keyEntryFor returns the cache entry of pub, or nil when the cache is full.
+// keyEntryFor returns the cache entry of pub, making one if needed.
 func keyEntryFor(pub [32]byte) *keyEntry {
 	keyCache.Lock()
 	defer keyCache.Unlock()
@@ -131,19 +138,20 @@ func verifyWith(tableA *multiples, pub ed25519.PublicKey, msg, sig []byte) bool 
 	if err != nil {
 		return false
 	}
-	baseOnce.Do(func() { baseMult = newMultiples(edwards25519.NewGeneratorPoint()) })
-
 	// R' = [S]B - [k]A, accumulated in extended coordinates.
+	tableB := baseMultiples()
 	var acc extended
 	acc.identity()
 	ds, dk := digits(S.Bytes()), digits(k.Bytes())
 	for i := range 64 {
-		acc.add(&baseMult[i], ds[i])
+		acc.add(&tableB[i], ds[i])
 		acc.add(&tableA[i], -dk[i])
 	}
-	var R [32]byte
-	acc.encode(&R)
-	return subtle.ConstantTimeCompare(sig[:32], R[:]) == 1
+	R, err := new(edwards25519.Point).SetExtendedCoordinates(&acc.X, &acc.Y, &acc.Z, &acc.T)
+	if err != nil {
+		return false // cannot happen: the additions stay on the curve
+	}
+	return subtle.ConstantTimeCompare(sig[:32], R.Bytes()) == 1
 }
 
 // digits returns the signed base-16 digits of a scalar below 2^255 (the
@@ -210,21 +218,6 @@ func newMultiples(P *edwards25519.Point) *multiples {
 	return m
 }
 
-var d2Once sync.Once
-
-// d2 returns 2·d, the curve constant the additions need.
-func d2() *field.Element {
-	d2Once.Do(func() {
-		var n, m field.Element
-		n.SetBytes(le32(121665))
-		m.SetBytes(le32(121666))
-		curveD2.Multiply(&n, m.Invert(&m))
-		curveD2.Negate(&curveD2)
-		curveD2.Add(&curveD2, &curveD2)
-	})
-	return &curveD2
-}
-
 func le32(v uint32) []byte {
 	b := make([]byte, 32)
 	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
@@ -281,14 +274,4 @@ func abs8(d int8) int8 {
 		return -d
 	}
 	return d
-}
-
-// encode writes the RFC 8032 encoding of p.
-func (p *extended) encode(out *[32]byte) {
-	var zinv, x, y field.Element
-	zinv.Invert(&p.Z)
-	x.Multiply(&p.X, &zinv)
-	y.Multiply(&p.Y, &zinv)
-	copy(out[:], y.Bytes())
-	out[31] |= byte(x.IsNegative() << 7)
 }
