@@ -1,11 +1,11 @@
 package log
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -133,25 +133,10 @@ func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
 // readBody reads a request body of at most receipts.MaxEntrySize bytes, in
 // one allocation when the client sent its Content-Length.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body := http.MaxBytesReader(w, r.Body, receipts.MaxEntrySize)
-	n := r.ContentLength
-	if n <= 0 || n > receipts.MaxEntrySize {
-		return io.ReadAll(body)
-	}
-	buf := make([]byte, 0, n+1)
-	for len(buf) < cap(buf) {
-		k, err := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+k]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	// More than announced (net/http does not let this happen).
-	rest, err := io.ReadAll(body)
-	return append(buf, rest...), err
+	n := min(max(r.ContentLength, 0), receipts.MaxEntrySize)
+	buf := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, receipts.MaxEntrySize))
+	return buf.Bytes(), err
 }
 
 func (l *Log) handleCheckpoint(w http.ResponseWriter, r *http.Request) {

@@ -552,17 +552,16 @@ type indexedRange struct {
 // placed at consecutive indices is fed; anything else, or a full channel,
 // leaves the follower to read the log itself.
 func (l *Log) feed(batch []*seqReq) {
-	r := indexedRange{hashes: make([]leafHash, 0, len(batch))}
+	if len(batch) == 0 {
+		return
+	}
+	r := indexedRange{from: batch[0].idx, hashes: make([]leafHash, 0, len(batch))}
 	for i, q := range batch {
-		if q.err != nil || (i > 0 && q.idx != batch[i-1].idx+1) {
+		if q.err != nil || q.idx != r.from+uint64(i) {
 			return
 		}
 		r.hashes = append(r.hashes, q.hash)
 	}
-	if len(batch) == 0 {
-		return
-	}
-	r.from = batch[0].idx
 	select {
 	case l.fed <- r:
 	default:
