@@ -458,13 +458,13 @@ func spool(s *client.Store, agent Agent, kind Kind, data []byte) (string, error)
 // maxDrain bounds the spooled events one hook run receipts.
 const maxDrain = 32
 
-// SpoolLockFile, in the spool directory, is locked by whoever drains it.
-const SpoolLockFile = ".lock"
+// spoolLockFile, in the spool directory, is locked by whoever drains it.
+const spoolLockFile = ".lock"
 
 // DrainSpool receipts every event kept in the store's spool (a post or
 // session hook that could not record it), oldest first; `docket sync`
 // calls it so that spooled events do not wait for the next hook. It
-// returns how many it receipted. See also [Options].
+// returns how many it receipted; when another process is draining, none.
 func DrainSpool(s *client.Store, home string) (int, error) {
 	return drainSpool(Options{Store: s, Home: home, Start: time.Now(), Logger: slog.New(slog.DiscardHandler)}, -1)
 }
@@ -473,7 +473,7 @@ func DrainSpool(s *client.Store, home string) (int, error) {
 // (all when max < 0), removing each one that is receipted. An event that
 // can never be receipted (bad input) is renamed *.rejected and left for a
 // human. It stops at the first other failure. One process drains at a
-// time, under SpoolLockFile: two drainers would receipt an event twice,
+// time, under spoolLockFile: two drainers would receipt an event twice,
 // and the second execution receipt, finding its decision consumed, would
 // be unlinked. When another process holds the lock it returns at once.
 func drainSpool(opts Options, max int) (int, error) {
@@ -487,7 +487,7 @@ func drainSpool(opts Options, max int) (int, error) {
 	if !slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), ".json") }) {
 		return 0, nil
 	}
-	lock, err := os.OpenFile(filepath.Join(opts.Store.SpoolDir(), SpoolLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := os.OpenFile(filepath.Join(opts.Store.SpoolDir(), spoolLockFile), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return 0, err
 	}

@@ -279,6 +279,18 @@ func (w *shellWalker) words(ws []*syntax.Word) []arg {
 func (w *shellWalker) word(x *syntax.Word) arg {
 	var b, unquoted strings.Builder
 	lit, glob := true, false
+	// expand writes a part that expands: $HOME and the like as their
+	// value, anything else as a marker that makes the word dynamic.
+	expand := func(part syntax.WordPart) {
+		if p, ok := part.(*syntax.ParamExp); ok {
+			v, ok := w.param(p)
+			lit = lit && ok
+			b.WriteString(v)
+			return
+		}
+		lit = false
+		b.WriteString("$(…)")
+	}
 	for _, part := range x.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
@@ -298,25 +310,14 @@ func (w *shellWalker) word(x *syntax.Word) arg {
 				lit = false
 			}
 			for _, q := range p.Parts {
-				switch q := q.(type) {
-				case *syntax.Lit:
-					b.WriteString(unescapeLit(q.Value, true))
-				case *syntax.ParamExp:
-					v, ok := w.param(q)
-					lit = lit && ok
-					b.WriteString(v)
-				default:
-					lit = false
-					b.WriteString("$(…)")
+				if l, ok := q.(*syntax.Lit); ok {
+					b.WriteString(unescapeLit(l.Value, true))
+				} else {
+					expand(q)
 				}
 			}
-		case *syntax.ParamExp:
-			v, ok := w.param(p)
-			lit = lit && ok
-			b.WriteString(v)
 		default:
-			lit = false
-			b.WriteString("$(…)")
+			expand(part)
 		}
 	}
 	if u := unquoted.String(); strings.Contains(u, "{") && strings.Contains(u, "}") && (strings.Contains(u, ",") || strings.Contains(u, "..")) {

@@ -110,7 +110,7 @@ func runDoctor(args []string) int {
 	}
 	if cgoBuild() {
 		// Every tool call starts the hook: see README "Performance".
-		fmt.Println("note  this docket is linked with libc (CGO_ENABLED=1); a static build starts each hook about 1.4 ms sooner")
+		fmt.Println("note  this docket is linked with libc (CGO_ENABLED=1); a static build starts each hook about 1.3 ms sooner")
 		hintf("CGO_ENABLED=0 go install github.com/docketlog/docket/cmd/docket@latest")
 	}
 	fmt.Println("the gate blocks")

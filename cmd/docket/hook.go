@@ -140,10 +140,9 @@ func runHook(args []string) int {
 
 // signalContext is like signal.NotifyContext for SIGINT and SIGTERM, but
 // installs the handler on its own goroutine: installing it takes a hook
-// process about 0.3 ms here, which this overlaps with the hook's work. A
-// signal before the handler is in place ends the process, as one before
-// main would.
-// ready is closed once the handler is in place.
+// process about 0.3 ms here, which this overlaps with the hook's work.
+// ready is closed once the handler is in place; a signal before that ends
+// the process, as one before main would.
 func signalContext() (ctx context.Context, stop context.CancelFunc, ready <-chan struct{}) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c := make(chan os.Signal, 1)
