@@ -139,8 +139,8 @@ func runHook(args []string) int {
 }
 
 // signalContext is like signal.NotifyContext for SIGINT and SIGTERM, but
-// installs the handler on its own goroutine: installing it takes a hook
-// process about 0.3 ms here, which this overlaps with the hook's work.
+// installs the handler on its own goroutine, where the time it takes (the
+// runtime starts its signal machinery) overlaps the hook's work.
 // ready is closed once the handler is in place; a signal before that ends
 // the process, as one before main would.
 func signalContext() (ctx context.Context, stop context.CancelFunc, ready <-chan struct{}) {
