@@ -123,27 +123,3 @@ func TestCheckConsistency(t *testing.T) {
 		})
 	}
 }
-
-func TestInclusionErrorEvidence(t *testing.T) {
-	l := newFakeLog(t, "example.com/log")
-	leaves := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
-	p := l.prove(t, leaves, 1)
-	pv, err := NewProofVerifier(l.vkey, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = pv.Verify([]byte("not b"), p)
-	var ie *InclusionError
-	if !errors.As(err, &ie) || !errors.Is(err, ErrInclusion) {
-		t.Fatalf("Verify(other leaf) = %v, want an *InclusionError", err)
-	}
-	if ie.Index != 1 || string(ie.Leaf) != "not b" || len(ie.Proof) != 2 || !bytes.HasPrefix(ie.Checkpoint, []byte("example.com/log\n3\n")) {
-		t.Errorf("InclusionError = %+v, want index 1, the leaf, 2 hashes and the checkpoint", ie)
-	}
-	report := ie.Report()
-	for _, want := range []string{indent(ie.Checkpoint), "\t" + b64(ie.Proof[0]) + "\n", "leaf 1"} {
-		if !strings.Contains(report, want) {
-			t.Errorf("Report() lacks %q:\n%s", want, report)
-		}
-	}
-}
