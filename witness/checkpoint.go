@@ -2,8 +2,6 @@ package witness
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 )
 
 // checkpoint is the body of a C2SP tlog-checkpoint: origin line, tree size,
@@ -47,12 +45,4 @@ func parseCheckpoint(text []byte) (checkpoint, error) {
 func originOf(signedNote []byte) string {
 	origin, _, _ := bytes.Cut(signedNote, []byte("\n"))
 	return string(origin)
-}
-
-// LogID returns the identifier under which the witness serves the latest
-// checkpoint of the log with the given origin: the lowercase hex SHA-256 of
-// the origin line (without its newline).
-func LogID(origin string) string {
-	h := sha256.Sum256([]byte(origin))
-	return hex.EncodeToString(h[:])
 }

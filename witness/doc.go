@@ -7,8 +7,9 @@
 //
 // A [Witness] is configured with the logs it witnesses, as the "log <vkey> [url]"
 // lines of a C2SP tlog-policy file (https://c2sp.org/tlog-policy, see
-// [ParseLogs]). For each log, identified by its origin line (the name of its
-// key), it keeps in a SQLite database the latest checkpoint it cosigned, and
+// [ParseLogs]; the file is checked by c2sp.ParsePolicy, so it needs its
+// quorum line, "quorum none" when it only lists logs). For each log,
+// identified by its origin line (the name of its key), it keeps in a SQLite database the latest checkpoint it cosigned, and
 // cosigns a new checkpoint only if a Merkle consistency proof (RFC 6962,
 // Section 2.1.2) shows that it extends that one.
 //
@@ -25,8 +26,8 @@
 // add-checkpoint answers, in the order the checks run:
 //
 //	413  the body is larger than Config.MaxBodySize
-//	400  malformed request, malformed checkpoint, non-empty proof with old 0,
-//	     more than 63 proof lines, or old size larger than the checkpoint size
+//	400  malformed request, malformed checkpoint, more than 63 proof lines,
+//	     or old size larger than the checkpoint size
 //	404  the checkpoint's origin is not a configured log
 //	403  no signature from a configured key of that log verifies, or one of
 //	     them is invalid
@@ -36,15 +37,12 @@
 //	422  the consistency proof does not verify, or the checkpoint has the size
 //	     of the latest cosigned checkpoint but another root hash (a fork);
 //	     the request is stored as evidence (once per checkpoint the log
-//	     signed) and nothing is cosigned; a non-empty proof between two
-//	     identical trees is also 422, without evidence
+//	     signed) and nothing is cosigned. Also 422, with nothing stored: a
+//	     checkpoint of size 0 whose root is not SHA-256 of the empty string,
+//	     a non-empty proof from old 0 (checked after 409), and a non-empty
+//	     proof between two identical trees
 //	200  the cosignature line(s), after the checkpoint was durably recorded
 //	500  database or signing failure; 503 if the request was cancelled
-//
-// The C2SP text answers a same-size-different-root checkpoint with 409. Docket
-// answers 422 (DESIGN §3.6): a 409 tells the client to retry from the size it
-// already sent, while a second root for the same size is proof of a fork and
-// no retry can fix it.
 //
 // # Persistence and concurrency
 //

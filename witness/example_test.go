@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/witness"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -19,12 +20,12 @@ func ExampleNew() {
 
 	// The witness key, as "docket keygen -witness" writes it, and the log list.
 	skey, _, _ := note.GenerateKey(rand.Reader, "witness.example/w1")
-	signer, vkey, err := witness.NewCosigner(skey)
+	signer, vkey, err := c2sp.NewCosigner(skey)
 	if err != nil {
 		panic(err)
 	}
 	logSkey, logVkey, _ := note.GenerateKey(rand.Reader, "log.example/a")
-	logs, err := witness.ParseLogs([]byte("log " + logVkey + " https://log.example/a/\n"))
+	logs, err := witness.ParseLogs([]byte("log " + logVkey + " https://log.example/a/\nquorum none\n"))
 	if err != nil {
 		panic(err)
 	}

@@ -40,7 +40,8 @@ func statusOf(err error) int {
 		return http.StatusTooManyRequests
 	case errors.As(err, &conflict):
 		return http.StatusConflict
-	case errors.As(err, &inconsistent), errors.Is(err, errProofNotEmpty):
+	case errors.As(err, &inconsistent), errors.Is(err, errProofNotEmpty),
+		errors.Is(err, errProofFromZero), errors.Is(err, errEmptyRoot):
 		return http.StatusUnprocessableEntity
 	default:
 		return http.StatusInternalServerError

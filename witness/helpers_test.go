@@ -13,6 +13,7 @@ import (
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/internal/tlogtest"
 )
 
@@ -62,7 +63,7 @@ func newTestWitness(t testing.TB, cfg Config, logs ...*testLog) *testWitness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, vkey, err := NewCosigner(skey)
+	s, vkey, err := c2sp.NewCosigner(skey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,11 @@ func verifyCosignature(t testing.TB, vkey string, signedNote []byte, cosig strin
 	if len(n.Sigs) != 1 {
 		t.Fatalf("verified cosignatures = %d, want 1", len(n.Sigs))
 	}
-	if _, err := fnote.CoSigV1Timestamp(n.Sigs[0]); err != nil {
+	ts, err := fnote.CoSigV1Timestamp(n.Sigs[0])
+	if err != nil {
 		t.Fatalf("CoSigV1Timestamp = %v", err)
+	}
+	if ts.Unix() == 0 {
+		t.Fatalf("cosignature timestamp is zero, tlog-witness forbids it")
 	}
 }

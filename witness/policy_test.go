@@ -23,18 +23,23 @@ func TestParseLogs(t *testing.T) {
 		want    []Log
 		wantErr bool
 	}{
-		{"empty", "", nil, false},
-		{"one log", "log " + logA + "\n", []Log{{VKey: logA}}, false},
-		{"log with url, no final newline", "log " + logA + " https://log.example/", []Log{{VKey: logA, URL: "https://log.example/"}}, false},
+		// tlog-policy: exactly one quorum line, and every line ends in a newline.
+		{"empty", "", nil, true},
+		{"log lines without a quorum line", "log " + logA + "\n", nil, true},
+		{"quorum none only", "quorum none\n", nil, false},
+		{"one log", "log " + logA + "\nquorum none\n", []Log{{VKey: logA}}, false},
+		{"log with url", "log " + logA + " https://log.example/\nquorum none\n", []Log{{VKey: logA, URL: "https://log.example/"}}, false},
+		{"no final newline", "log " + logA + " https://log.example/\nquorum none", nil, true},
 		{"full policy", "# comment\n\tlog " + logA + "\n\nlog\t" + logB + "  \nwitness w1 " + wkey + "\nquorum w1\n",
 			[]Log{{VKey: logA}, {VKey: logB}}, false},
-		{"missing key", "log\n", nil, true},
-		{"too many fields", "log " + logA + " url extra\n", nil, true},
-		{"bad key", "log example.com/a+00000000+AAAA\n", nil, true},
-		{"cosignature key as log key", "log " + wkey + "\n", nil, true},
-		{"duplicate key", "log " + logA + "\nlog " + logA + "\n", nil, true},
-		{"duplicate key under another name", "log " + logA + "\nlog " + renamed + "\n", nil, true},
-		{"unknown keyword", "logs " + logA + "\n", nil, true},
+		{"invalid verifier lines", "log " + logA + "\nwitness w1 " + wkey + "\ngroup g 2 w1 w1\nquorum g\n", nil, true},
+		{"missing key", "log\nquorum none\n", nil, true},
+		{"too many fields", "log " + logA + " url extra\nquorum none\n", nil, true},
+		{"bad key", "log example.com/a+00000000+AAAA\nquorum none\n", nil, true},
+		{"cosignature key as log key", "log " + wkey + "\nquorum none\n", nil, true},
+		{"duplicate key", "log " + logA + "\nlog " + logA + "\nquorum none\n", nil, true},
+		{"duplicate key under another name", "log " + logA + "\nlog " + renamed + "\nquorum none\n", nil, true},
+		{"unknown keyword", "logs " + logA + "\nquorum none\n", nil, true},
 		{"control character", "log " + logA + "\r\n", nil, true},
 	}
 	for _, tt := range tests {
@@ -68,7 +73,7 @@ func TestParseLogsPlusInKey(t *testing.T) {
 			continue
 		}
 		n++
-		logs, err := ParseLogs([]byte("log " + vkey + "\n"))
+		logs, err := ParseLogs([]byte("log " + vkey + "\nquorum none\n"))
 		if err != nil || len(logs) != 1 || logs[0].VKey != vkey {
 			t.Fatalf("ParseLogs(%s) = %v, %v; want the one log", vkey, logs, err)
 		}

@@ -67,9 +67,6 @@ func parseAddRequest(body []byte) (*addRequest, error) {
 		}
 		r.Proof = append(r.Proof, h)
 	}
-	if r.OldSize == 0 && len(r.Proof) > 0 {
-		return nil, malformed("consistency proof from old size 0 is not empty")
-	}
 	if len(rest) == 0 {
 		return nil, malformed("missing checkpoint")
 	}

@@ -25,7 +25,7 @@ func TestParseAddRequest(t *testing.T) {
 		{"CRLF", "old 5\r\n\r\ncp\n", 0, 0, true},
 		{"no empty line", "old 5\n" + h + "\n", 0, 0, true},
 		{"no checkpoint", "old 5\n" + h + "\n\n", 0, 0, true},
-		{"proof from 0", "old 0\n" + h + "\n\ncp\n", 0, 0, true},
+		{"proof from 0 (422 later, not malformed)", "old 0\n" + h + "\n\ncp\n", 0, 1, false},
 		{"short hash", "old 5\nAAAA\n\ncp\n", 0, 0, true},
 		{"non-canonical base64", "old 5\nPlRNCrwHpqhGrupue0L7gxbjbMiKA9temvuZZDDpkax=\n\ncp\n", 0, 0, true},
 		{"hash with CR", "old 5\n" + h + "\r\n\ncp\n", 0, 0, true},

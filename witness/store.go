@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketlog/docket/c2sp"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
@@ -83,7 +84,7 @@ func putLatest(ctx context.Context, tx *sql.Tx, c checkpoint, signedNote []byte,
 		INSERT INTO checkpoint (origin, id, size, root, note, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (origin) DO UPDATE SET size = excluded.size, root = excluded.root,
 			note = excluded.note, updated_at = excluded.updated_at`,
-		c.Origin, LogID(c.Origin), int64(c.Size), c.Root, signedNote, now.Unix())
+		c.Origin, c2sp.LogID(c.Origin), int64(c.Size), c.Root, signedNote, now.Unix())
 	if err != nil {
 		return fmt.Errorf("recording checkpoint: %w", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/docketlog/docket/c2sp"
 )
 
 // Defaults for the zero values of Config's limits.
@@ -151,6 +153,11 @@ var (
 	errRateLimited  = errors.New("rate limit exceeded for this log")
 	// errProofNotEmpty is a proof between two equal trees (422, no evidence).
 	errProofNotEmpty = errors.New("consistency proof between equal trees is not empty")
+	// errProofFromZero is a non-empty proof from old size 0 (422, no evidence).
+	errProofFromZero = errors.New("consistency proof from old size 0 is not empty")
+	// errEmptyRoot is a size-0 checkpoint whose root is not the empty tree's
+	// (422, nothing stored).
+	errEmptyRoot = errors.New("checkpoint of size 0 does not have the empty tree's root hash")
 )
 
 // conflictError reports that the old size of a request is not the size of the
@@ -208,6 +215,9 @@ func (w *Witness) addCheckpoint(ctx context.Context, body []byte) (c checkpoint,
 	if req.OldSize > c.Size {
 		return c, nil, malformed("old size %d is larger than the checkpoint size %d", req.OldSize, c.Size)
 	}
+	if c.Size == 0 && !bytes.Equal(c.Root, c2sp.EmptyRoot) {
+		return c, nil, errEmptyRoot
+	}
 	if w.limiter != nil && !w.limiter.allow(origin, time.Now()) {
 		return c, nil, errRateLimited
 	}
@@ -225,6 +235,9 @@ func (w *Witness) addCheckpoint(ctx context.Context, body []byte) (c checkpoint,
 	}
 	if req.OldSize != latest.size {
 		return c, nil, &conflictError{Size: latest.size}
+	}
+	if req.OldSize == 0 && len(req.Proof) > 0 {
+		return c, nil, errProofFromZero
 	}
 	if latest.note != nil {
 		if c.Size == latest.size && bytes.Equal(c.Root, latest.root) && len(req.Proof) > 0 {

@@ -2,7 +2,6 @@ package witness
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/docketlog/docket/c2sp"
 )
 
 func TestAddCheckpoint(t *testing.T) {
@@ -218,6 +219,14 @@ func TestAddCheckpoint(t *testing.T) {
 			wantEvidence: EvidenceInconsistent,
 		},
 		{
+			name: "size 0 with a root other than the empty tree's",
+			body: func(t *testing.T, l *testLog) []byte {
+				cp := signCheckpoint(t, l.Origin, 0, make([]byte, 32), l.Signer)
+				return (&addRequest{OldSize: 0, Checkpoint: cp}).marshal()
+			},
+			want: http.StatusUnprocessableEntity, // and nothing stored, not even evidence
+		},
+		{
 			name: "body too large",
 			cfg:  Config{MaxBodySize: 100},
 			body: func(t *testing.T, l *testLog) []byte { return l.request(t, 0, 5) },
@@ -236,11 +245,11 @@ func TestAddCheckpoint(t *testing.T) {
 			want: http.StatusBadRequest,
 		},
 		{
-			name: "malformed: non-empty proof from old 0",
+			name: "non-empty proof from old 0",
 			body: func(t *testing.T, l *testLog) []byte {
 				return (&addRequest{OldSize: 0, Proof: [][]byte{make([]byte, 32)}, Checkpoint: l.checkpoint(t, 3)}).marshal()
 			},
-			want: http.StatusBadRequest,
+			want: http.StatusUnprocessableEntity, // tlog-witness: 422, and no evidence
 		},
 		{
 			name: "malformed: 64 proof lines",
@@ -279,14 +288,14 @@ func TestAddCheckpoint(t *testing.T) {
 					t.Fatalf("Add(old 0, size %d) = %d %q, want 200", tt.prior, got.status, got.body)
 				}
 			}
-			before := do(t, w, "GET", "/"+LogID(origin)+"/checkpoint", nil)
+			before := do(t, w, "GET", "/"+c2sp.LogID(origin)+"/checkpoint", nil)
 
 			body := tt.body(t, l)
 			got := post(t, w, body)
 			if got.status != tt.want {
 				t.Fatalf("Add(%q) = %d %q, want %d", body, got.status, got.body, tt.want)
 			}
-			after := do(t, w, "GET", "/"+LogID(origin)+"/checkpoint", nil)
+			after := do(t, w, "GET", "/"+c2sp.LogID(origin)+"/checkpoint", nil)
 			switch got.status {
 			case http.StatusOK:
 				req, err := parseAddRequest(body)
@@ -423,9 +432,9 @@ func TestConcurrentAdd(t *testing.T) {
 	}
 
 	// A restart loses nothing: the latest checkpoint, and the size old must match.
-	before := do(t, w, "GET", "/"+LogID(l.Origin)+"/checkpoint", nil)
+	before := do(t, w, "GET", "/"+c2sp.LogID(l.Origin)+"/checkpoint", nil)
 	w.reopen(t)
-	after := do(t, w, "GET", "/"+LogID(l.Origin)+"/checkpoint", nil)
+	after := do(t, w, "GET", "/"+c2sp.LogID(l.Origin)+"/checkpoint", nil)
 	if after != before || !strings.Contains(after.body, fmt.Sprintf("\n%d\n", winSize)) {
 		t.Fatalf("GET checkpoint after restart = %+v, want %+v (size %d)", after, before, winSize)
 	}
@@ -475,7 +484,7 @@ func TestReadEndpoints(t *testing.T) {
 		wantType           string
 	}{
 		{"health", "GET", "/health", 200, "text/plain; charset=utf-8"},
-		{"checkpoint never cosigned", "GET", "/" + LogID(l.Origin) + "/checkpoint", 404, ""},
+		{"checkpoint never cosigned", "GET", "/" + c2sp.LogID(l.Origin) + "/checkpoint", 404, ""},
 		{"checkpoint of an unknown id", "GET", "/" + strings.Repeat("0", 64) + "/checkpoint", 404, ""},
 		{"evidence", "GET", "/evidence", 200, "application/json"},
 		{"evidence after", "GET", "/evidence?after=3", 200, "application/json"},
@@ -495,7 +504,7 @@ func TestReadEndpoints(t *testing.T) {
 		t.Errorf("GET /evidence = %q, want []", got.body)
 	}
 	post(t, w, l.request(t, 0, 4))
-	got := do(t, w, "GET", "/"+LogID(l.Origin)+"/checkpoint", nil)
+	got := do(t, w, "GET", "/"+c2sp.LogID(l.Origin)+"/checkpoint", nil)
 	if got.status != 200 || got.contentType != "text/plain; charset=utf-8" {
 		t.Fatalf("GET checkpoint = %d %q, want 200 text/plain", got.status, got.contentType)
 	}
@@ -514,46 +523,6 @@ func TestReadEndpoints(t *testing.T) {
 	}
 	if got := do(t, w, "GET", "/evidence?after=1", nil); strings.TrimSpace(got.body) != "[]" {
 		t.Errorf("GET /evidence?after=1 = %q, want []", got.body)
-	}
-}
-
-func TestNewCosigner(t *testing.T) {
-	skey, vkey, err := note.GenerateKey(rand.Reader, "witness.example/w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name    string
-		skey    string
-		wantErr bool
-	}{
-		{"ed25519 key", skey, false},
-		{"trailing newline", skey + "\n", false},
-		{"empty", "", true},
-		{"vkey", vkey, true},
-		{"truncated", skey[:len(skey)-4], true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, cvkey, err := NewCosigner(tt.skey)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("NewCosigner() error = %v, want error %v", err, tt.wantErr)
-			}
-			if err != nil {
-				return
-			}
-			// The vkey is what formats/note derives from the plain Ed25519 vkey.
-			want, err := fnoteVKey(vkey)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cvkey != want {
-				t.Errorf("NewCosigner() vkey = %q, want %q", cvkey, want)
-			}
-			if s.Name() != "witness.example/w" {
-				t.Errorf("NewCosigner() name = %q", s.Name())
-			}
-		})
 	}
 }
 

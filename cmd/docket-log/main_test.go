@@ -686,7 +686,7 @@ func startWitness(t *testing.T, dir, name, addr, logVKey string) (*proc, string)
 			t.Fatal(err)
 		}
 		os.WriteFile(kf, []byte(skey), 0o600)
-		os.WriteFile(filepath.Join(dir, name+".logs"), []byte("log "+logVKey+"\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, name+".logs"), []byte("log "+logVKey+"\nquorum none\n"), 0o644)
 	}
 	p := start(t, witnessBin, addr, "/health", "-listen", addr, "-key", kf, "-db", filepath.Join(dir, name+".db"),
 		"-logs", filepath.Join(dir, name+".logs"))

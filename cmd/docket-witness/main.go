@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/witness"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -52,8 +53,10 @@ Options:
     -db FILE       SQLite database holding the latest cosigned checkpoint of
                    each log and the evidence of refused ones. Created if missing.
     -logs FILE     C2SP tlog-policy file: its "log <vkey> [<url>]" lines are the
-                   logs to witness (other lines are ignored). Reloaded on SIGHUP
-                   and when the file changes; a bad file keeps the old list.
+                   logs to witness. The whole file must be valid tlog-policy,
+                   with its one quorum line ("quorum none" if it only lists
+                   logs). Reloaded on SIGHUP and when the file changes; a bad
+                   file keeps the old list.
     -rate N        add-checkpoint requests per second accepted per log (burst
                    2N). Default 50. 0 disables the limit.
     -v             Log every request, including refused ones.
@@ -62,6 +65,7 @@ Examples:
     $ docket keygen -witness witness.example.org -o witness.key
     $ cat logs.policy
     log log.example.org+6c23ea6b+AaRq2pXmJ9tPz5d1R9eSg3xKcWbhH0dEw1nKXfC2uMxY https://log.example.org/
+    quorum none
     $ docket-witness -listen :7380 -key witness.key -db witness.db -logs logs.policy
     vkey witness.example.org+1e0a54b3+BD3ZQe...
     listen [::]:7380
@@ -213,7 +217,7 @@ func loadKey(path string) (note.Signer, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("reading key: %v", err)
 	}
-	s, vkey, err := witness.NewCosigner(string(skey))
+	s, vkey, err := c2sp.NewCosigner(string(skey))
 	if err != nil {
 		return nil, "", fmt.Errorf("key file %s: %v", path, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/internal/tlogtest"
 )
 
@@ -185,6 +185,7 @@ func setup(t *testing.T, logs ...*testLog) (args []string, witnessVKey, logsFile
 	writeFile(t, keyFile, skey+"\n", 0o600)
 	logsFile = filepath.Join(dir, "logs.policy")
 	var policy strings.Builder
+	policy.WriteString("quorum none\n")
 	for _, l := range logs {
 		fmt.Fprintf(&policy, "log %s https://%s/\n", l.VKey, l.Origin)
 	}
@@ -232,7 +233,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// Restart: the state is kept.
 	s = start(t, args...)
-	if status, body := s.get(t, "/"+logID(l.Origin)+"/checkpoint"); status != http.StatusOK || !strings.Contains(body, "\n9\n") {
+	if status, body := s.get(t, "/"+c2sp.LogID(l.Origin)+"/checkpoint"); status != http.StatusOK || !strings.Contains(body, "\n9\n") {
 		t.Fatalf("GET checkpoint after restart = %d %q, want 200 with size 9", status, body)
 	}
 	body, _ = l.request(t, 5, 12)
@@ -263,7 +264,7 @@ func TestEndToEnd(t *testing.T) {
 	if status, _ := s.post(t, body); status != http.StatusNotFound {
 		t.Fatalf("Add(unlisted log) = %d, want 404", status)
 	}
-	writeFile(t, logsFile, fmt.Sprintf("log %s\nlog %s\n", l.VKey, l2.VKey), 0o644)
+	writeFile(t, logsFile, fmt.Sprintf("log %s\nlog %s\nquorum none\n", l.VKey, l2.VKey), 0o644)
 	s.cmd.Process.Signal(syscall.SIGHUP)
 	s.waitLog(t, "reloaded log list")
 	if status, got := s.post(t, body); status != http.StatusOK {
@@ -324,9 +325,35 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func logID(origin string) string {
-	h := sha256.Sum256([]byte(origin))
-	return fmt.Sprintf("%x", h)
+// TestSpecRefusals: through the binary, a size-0 checkpoint whose root is
+// not the empty tree's and a non-empty proof from old 0 get 422 and leave
+// nothing behind (issue 10 §2); the log's real empty checkpoint is cosigned
+// afterwards.
+func TestSpecRefusals(t *testing.T) {
+	l := newTestLog(t, "example.com/refusals")
+	args, _, _ := setup(t, l)
+	s := start(t, args...)
+	zeroRoot := tlogtest.SignCheckpoint(l.Origin, 0, make([]byte, 32), l.Signer)
+	if status, body := s.post(t, append([]byte("old 0\n\n"), zeroRoot...)); status != http.StatusUnprocessableEntity {
+		t.Errorf("Add(size 0, zero root) = %d %q, want 422", status, body)
+	}
+	_, cp3 := l.request(t, 0, 3)
+	proofFromZero := append([]byte("old 0\nPlRNCrwHpqhGrupue0L7gxbjbMiKA9temvuZZDDpkaw=\n\n"), cp3...)
+	if status, body := s.post(t, proofFromZero); status != http.StatusUnprocessableEntity {
+		t.Errorf("Add(old 0, a proof line) = %d %q, want 422", status, body)
+	}
+	if status, body := s.get(t, "/"+c2sp.LogID(l.Origin)+"/checkpoint"); status != http.StatusNotFound {
+		t.Errorf("GET checkpoint after the refusals = %d %q, want 404: nothing stored", status, body)
+	}
+	if _, body := s.get(t, "/evidence"); strings.TrimSpace(body) != "[]" {
+		t.Errorf("GET /evidence = %q, want []", body)
+	}
+	body, cp0 := l.request(t, 0, 0)
+	status, cosig := s.post(t, body)
+	if status != http.StatusOK {
+		t.Fatalf("Add(the empty tree) = %d %q, want 200", status, cosig)
+	}
+	verifyCosignature(t, s.vkey, cp0, cosig)
 }
 
 // TestKilled checks that what was acknowledged survives SIGKILL: the state is
