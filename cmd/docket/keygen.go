@@ -1,15 +1,12 @@
 package main
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 
-	fnote "github.com/transparency-dev/formats/note"
-	"golang.org/x/mod/sumdb/note"
-
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -78,14 +75,13 @@ func runKeygen(args []string) int {
 }
 
 func noteKeygen(logName, witnessName, out string) int {
-	name := logName + witnessName
-	skey, vkey, err := note.GenerateKey(rand.Reader, name)
+	skey, vkey, err := c2sp.GenerateKey(logName + witnessName)
 	if err != nil {
 		errorf("keygen: %v", err)
 		return 2
 	}
 	if witnessName != "" {
-		if vkey, err = fnote.VKeyToCosignatureV1(vkey); err != nil {
+		if vkey, err = c2sp.CosignatureVKey(vkey); err != nil {
 			errorf("keygen: %v", err)
 			return 1
 		}
@@ -95,31 +91,10 @@ func noteKeygen(logName, witnessName, out string) int {
 		fmt.Println(vkey)
 		return 0
 	}
-	if err := writeNew(out, []byte(skey+"\n"), 0o600); err != nil {
-		errorf("keygen: %v", err)
-		return 1
-	}
-	if err := writeNew(out+".pub", []byte(vkey+"\n"), 0o644); err != nil {
+	if err := c2sp.WriteKeyFiles(out, skey, vkey); err != nil {
 		errorf("keygen: %v", err)
 		return 1
 	}
 	fmt.Println(vkey)
 	return 0
-}
-
-// writeNew writes data to a file that must not exist yet, and syncs it.
-func writeNew(path string, data []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
