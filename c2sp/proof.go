@@ -146,3 +146,31 @@ func VerifyInclusion(signedCheckpoint []byte, cp *Checkpoint, leaf []byte, index
 	}
 	return nil
 }
+
+// Causes CheckReceipt and its callers give a receipts.Result (DESIGN §3.3).
+const (
+	CauseNoProof   = "no_proof"        // undecidable: the receipt may not be in the log
+	CauseBadProof  = "malformed_proof" // undecidable: the proof cannot be read as a tlog-proof
+	CauseInclusion = "inclusion"       // invalid: the proof does not show the receipt in the log
+)
+
+// CheckReceipt requires that proofText proves the receipt whose signature
+// verified as r (r.Key is the issuer key) and returns its index in the log.
+// A proof that cannot be read makes r undecidable (CauseBadProof); one that
+// fails makes it invalid (CauseInclusion); either returns -1. Results that
+// are not valid are left alone.
+func (v *ProofVerifier) CheckReceipt(r *receipts.Result, receipt, proofText []byte) int64 {
+	if r.Outcome != receipts.Valid {
+		return -1
+	}
+	vp, err := v.VerifyReceipt(r.Key, receipt, proofText)
+	switch {
+	case errors.Is(err, ErrProofMalformed):
+		r.Outcome, r.Cause, r.Detail = receipts.Undecidable, CauseBadProof, err.Error()
+		return -1
+	case err != nil:
+		r.Outcome, r.Cause, r.Detail = receipts.Invalid, CauseInclusion, err.Error()
+		return -1
+	}
+	return int64(vp.Index)
+}

@@ -175,3 +175,50 @@ func TestInclusionErrorEvidence(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckReceipt(t *testing.T) {
+	l := tlogtest.New("example.com/log")
+	priv, _ := receipts.GenerateKey()
+	pub := priv.Public().(ed25519.PublicKey)
+	var recs [][]byte
+	for i := range 3 {
+		r, err := receipts.Sign(priv, receipts.Payload{Type: "protectmcp:decision", SessionID: "s", Sequence: int64(i + 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := receipts.NewEntry(pub, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+		l.Tree.AppendData(leaf)
+	}
+	pv, err := c2sp.NewProofVerifier(l.VKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := receipts.Result{Outcome: receipts.Valid, Key: pub}
+	tests := []struct {
+		name        string
+		in          receipts.Result
+		receipt     []byte
+		proof       []byte
+		wantIndex   int64
+		wantOutcome receipts.Outcome
+		wantCause   string
+	}{
+		{"proven", valid, recs[1], l.Proof(1), 1, receipts.Valid, ""},
+		{"another entry's proof", valid, recs[1], l.Proof(2), -1, receipts.Invalid, c2sp.CauseInclusion},
+		{"malformed proof", valid, recs[1], []byte("not a proof"), -1, receipts.Undecidable, c2sp.CauseBadProof},
+		{"not valid to begin with", receipts.Result{Outcome: receipts.Invalid, Cause: "signature"}, recs[1], l.Proof(1), -1, receipts.Invalid, "signature"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.in
+			got := pv.CheckReceipt(&r, tt.receipt, tt.proof)
+			if got != tt.wantIndex || r.Outcome != tt.wantOutcome || r.Cause != tt.wantCause {
+				t.Errorf("CheckReceipt = %d, %v %q; want %d, %v %q", got, r.Outcome, r.Cause, tt.wantIndex, tt.wantOutcome, tt.wantCause)
+			}
+		})
+	}
+}

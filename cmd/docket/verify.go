@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -177,13 +176,6 @@ func verifyFile(name string, opts receipts.Options) fileResult {
 	return fileResult{name: name, lines: [][]byte{data}, results: []receipts.Result{receipts.Verify(data, opts)}}
 }
 
-// Causes checkProofs adds.
-const (
-	causeNoProof   = "no_proof"        // undecidable: the receipt may not be in the log
-	causeBadProof  = "malformed_proof" // undecidable: the proof file cannot be read as a tlog-proof
-	causeInclusion = "inclusion"       // invalid: the proof does not show the receipt in the log
-)
-
 // checkProofs requires a verified log proof for every valid receipt of f,
 // read from dir/<sequence>.proof. With no dir, a chain file
 // .docket/sessions/NAME.jsonl has its proofs in .docket/proofs/NAME.
@@ -207,19 +199,10 @@ func checkProofs(f *fileResult, v *c2sp.ProofVerifier, dir string) {
 		seq, _ := payload["sequence"].(json.Number)
 		proof, err := os.ReadFile(filepath.Join(dir, string(seq)+".proof"))
 		if seq == "" || err != nil {
-			r.Outcome, r.Cause, r.Detail = receipts.Undecidable, causeNoProof, fmt.Sprintf("no log proof in %s (run docket sync)", dir)
+			r.Outcome, r.Cause, r.Detail = receipts.Undecidable, c2sp.CauseNoProof, fmt.Sprintf("no log proof in %s (run docket sync)", dir)
 			continue
 		}
-		vp, err := v.VerifyReceipt(r.Key, f.lines[i], proof)
-		switch {
-		case errors.Is(err, c2sp.ErrProofMalformed):
-			r.Outcome, r.Cause, r.Detail = receipts.Undecidable, causeBadProof, err.Error()
-			continue
-		case err != nil:
-			r.Outcome, r.Cause, r.Detail = receipts.Invalid, causeInclusion, err.Error()
-			continue
-		}
-		f.logIndex[i] = int64(vp.Index)
+		f.logIndex[i] = v.CheckReceipt(r, f.lines[i], proof)
 	}
 }
 
