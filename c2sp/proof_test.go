@@ -19,6 +19,26 @@ import (
 	"github.com/docketlog/docket/receipts"
 )
 
+// signReceipts returns n receipts of one session signed by a new issuer key,
+// and their log entries.
+func signReceipts(t *testing.T, n int) (pub ed25519.PublicKey, recs, leaves [][]byte) {
+	t.Helper()
+	priv, _ := receipts.GenerateKey()
+	pub = priv.Public().(ed25519.PublicKey)
+	for i := range n {
+		r, err := receipts.Sign(priv, receipts.Payload{Type: "protectmcp:decision", SessionID: "s", Sequence: int64(i + 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := receipts.NewEntry(pub, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, leaves = append(recs, r), append(leaves, leaf)
+	}
+	return pub, recs, leaves
+}
+
 // prove appends leaves to l and returns the proof of entry idx, signed by the
 // log and by cosigners.
 func prove(l *tlogtest.Log, leaves [][]byte, idx uint64, cosigners ...note.Signer) []byte {
@@ -53,20 +73,7 @@ func TestVerifyProof(t *testing.T) {
 	policy := fmt.Sprintf("log %s\nwitness w1 %s\nwitness w2 %s https://w2.example/\nwitness w3 %s\ngroup g 2 w1 w2 w3\nquorum g\n",
 		l.VKey, v1, v2, v3)
 
-	priv, _ := receipts.GenerateKey()
-	pub := priv.Public().(ed25519.PublicKey)
-	var leaves, recs [][]byte
-	for i := range 5 {
-		r, err := receipts.Sign(priv, receipts.Payload{Type: "protectmcp:decision", SessionID: "s", Sequence: int64(i + 1)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaf, err := receipts.NewEntry(pub, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, leaves = append(recs, r), append(leaves, leaf)
-	}
+	pub, recs, leaves := signReceipts(t, 5)
 	good := prove(l, leaves, 3)
 	cosigned := prove(l, nil, 4, w1, w2)
 	oneCosig := prove(l, nil, 4, w1)
@@ -178,19 +185,8 @@ func TestInclusionErrorEvidence(t *testing.T) {
 
 func TestCheckReceipt(t *testing.T) {
 	l := tlogtest.New("example.com/log")
-	priv, _ := receipts.GenerateKey()
-	pub := priv.Public().(ed25519.PublicKey)
-	var recs [][]byte
-	for i := range 3 {
-		r, err := receipts.Sign(priv, receipts.Payload{Type: "protectmcp:decision", SessionID: "s", Sequence: int64(i + 1)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaf, err := receipts.NewEntry(pub, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, r)
+	pub, recs, leaves := signReceipts(t, 3)
+	for _, leaf := range leaves {
 		l.Tree.AppendData(leaf)
 	}
 	pv, err := c2sp.NewProofVerifier(l.VKey, nil)
