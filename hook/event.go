@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 // Agent names the agent whose hook protocol is spoken.
@@ -237,7 +237,7 @@ func (ev *Event) CallKey() string {
 	if ev.ToolUseID != "" {
 		return ev.ToolUseID
 	}
-	return client.CallKey(ev.SessionID, ev.ToolName, ev.ToolInputHash)
+	return store.CallKey(ev.SessionID, ev.ToolName, ev.ToolInputHash)
 }
 
 func sha256Ref(b []byte) string {

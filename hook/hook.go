@@ -36,9 +36,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 // DefaultDeadline bounds the pre hook. It must stay below the timeout the
@@ -56,7 +56,7 @@ const (
 // Options configure one hook run.
 type Options struct {
 	// Store is the project's .docket store.
-	Store *client.Store
+	Store *store.Store
 	Agent Agent
 	Kind  Kind
 	// Home is the user's home directory, for "~" in policies.
@@ -72,7 +72,7 @@ type Options struct {
 	// StartSync, if set, is called after a post or session hook appended a
 	// receipt and a log is configured. It must return at once (start a
 	// detached `docket sync`), never wait on the network.
-	StartSync func(*client.Store)
+	StartSync func(*store.Store)
 	// Prepared, if set, is the loading of Store's policy and key, started
 	// earlier by Prepare; otherwise the pre hook starts it itself.
 	Prepared *Prepared
@@ -150,7 +150,7 @@ func runPre(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr i
 // Prepared is the slow part of a pre hook, loading the policy and the
 // issuer key, running in the background; see [Prepare].
 type Prepared struct {
-	store  *client.Store
+	store  *store.Store
 	policy chan loadedPolicy
 	key    chan loadedKey
 }
@@ -169,7 +169,7 @@ type loadedKey struct {
 // goroutine. A pre hook process calls it as early as it knows the project,
 // so that the loads overlap everything else it does before deciding; pass
 // the result in [Options].Prepared. A panic while loading becomes an error.
-func Prepare(s *client.Store) *Prepared {
+func Prepare(s *store.Store) *Prepared {
 	p := &Prepared{store: s, policy: make(chan loadedPolicy, 1), key: make(chan loadedKey, 1)}
 	go func() {
 		defer func() {
@@ -241,7 +241,7 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 		return block("gate error: internal deadline exceeded; the call is blocked")
 	}
 
-	head, err := opts.Store.Append(ev.SessionID, client.AppendOptions{}, func(l client.Link) ([]byte, error) {
+	head, err := opts.Store.Append(ev.SessionID, store.AppendOptions{}, func(l store.Link) ([]byte, error) {
 		latency := time.Since(opts.Start).Milliseconds()
 		return receipts.Sign(key, receipts.Payload{
 			Type:                receipts.TypeDecision,
@@ -378,12 +378,12 @@ func record(opts Options, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("issuer key: %w", err)
 	}
-	var aopts client.AppendOptions
+	var aopts store.AppendOptions
 	if opts.Kind == Post || opts.Kind == PostFailure {
 		aopts.Executes = ev.CallKey()
 	}
 	var unlinked bool
-	head, err := opts.Store.Append(ev.SessionID, aopts, func(l client.Link) ([]byte, error) {
+	head, err := opts.Store.Append(ev.SessionID, aopts, func(l store.Link) ([]byte, error) {
 		p := receipts.Payload{
 			SessionID:           ev.SessionID,
 			Sequence:            l.Sequence,
@@ -431,7 +431,7 @@ func record(opts Options, data []byte) error {
 
 // spool keeps an event that could not be receipted in .docket/spool, named
 // so that events drain in arrival order with their agent and hook kind.
-func spool(s *client.Store, agent Agent, kind Kind, data []byte) (string, error) {
+func spool(s *store.Store, agent Agent, kind Kind, data []byte) (string, error) {
 	if err := os.MkdirAll(s.SpoolDir(), 0o700); err != nil {
 		return "", err
 	}
@@ -452,7 +452,7 @@ func spool(s *client.Store, agent Agent, kind Kind, data []byte) (string, error)
 		os.Remove(path)
 		return "", err
 	}
-	return filepath.Join(client.DirName, client.SpoolDir, name), nil
+	return filepath.Join(store.DirName, store.SpoolDir, name), nil
 }
 
 // maxDrain bounds the spooled events one hook run receipts.
@@ -465,7 +465,7 @@ const spoolLockFile = ".lock"
 // session hook that could not record it), oldest first; `docket sync`
 // calls it so that spooled events do not wait for the next hook. It
 // returns how many it receipted; when another process is draining, none.
-func DrainSpool(s *client.Store, home string) (int, error) {
+func DrainSpool(s *store.Store, home string) (int, error) {
 	return drainSpool(Options{Store: s, Home: home, Start: time.Now(), Logger: slog.New(slog.DiscardHandler)}, -1)
 }
 
@@ -546,7 +546,7 @@ var schemaHash = sha256Ref(policy.Schema)
 // is not validated again, and neither are the requests built for it (Docket
 // builds them to the schema itself). Parsing, @id checks and deny-on-error
 // still run every time, so a policy that errors still denies.
-func LoadPolicy(s *client.Store) (*policy.Engine, error) {
+func LoadPolicy(s *store.Store) (*policy.Engine, error) {
 	var o policy.Options
 	mark, _ := os.ReadFile(s.PolicyValidatedPath())
 	if digest, schema, ok := strings.Cut(strings.TrimSpace(string(mark)), " "); ok && schema == schemaHash {

@@ -27,9 +27,9 @@ import (
 	tclient "github.com/transparency-dev/tessera/client"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/log"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 // Binaries built once by TestMain. witnessBin and docketBin are empty when
@@ -261,7 +261,7 @@ func TestEndToEnd(t *testing.T) {
 	os.WriteFile(tokens, []byte("# writers\ns3cret\n"), 0o600)
 	p := tl.start(t, "-issuers", issuers, "-tokens", tokens)
 	auth := []string{"Authorization", "Bearer s3cret"}
-	pv, err := client.NewProofVerifier(tl.vkey, nil)
+	pv, err := store.NewProofVerifier(tl.vkey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +520,7 @@ func TestCrash(t *testing.T) {
 	p := tl.start(t)
 	var pMu sync.Mutex
 	cur := func() string { pMu.Lock(); defer pMu.Unlock(); return p.url }
-	pv, _ := client.NewProofVerifier(tl.vkey, nil)
+	pv, _ := store.NewProofVerifier(tl.vkey, nil)
 	is := newIssuer()
 	const clients, perClient = 8, 60
 	var (
@@ -605,8 +605,8 @@ func TestCrash(t *testing.T) {
 func TestSync(t *testing.T) {
 	tl := newTestLog(t)
 	project := t.TempDir()
-	st := client.Open(project)
-	if err := st.WriteConfig(client.Config{LogURL: "http://" + tl.addr, LogKey: tl.vkey}); err != nil {
+	st := store.Open(project)
+	if err := st.WriteConfig(store.Config{LogURL: "http://" + tl.addr, LogKey: tl.vkey}); err != nil {
 		t.Fatal(err)
 	}
 	priv, kf := receipts.GenerateKey()
@@ -616,7 +616,7 @@ func TestSync(t *testing.T) {
 	const n = 12
 	for _, session := range []string{"sess-a", "sess-b"} {
 		for range n / 2 {
-			_, err := st.Append(session, client.AppendOptions{}, func(l client.Link) ([]byte, error) {
+			_, err := st.Append(session, store.AppendOptions{}, func(l store.Link) ([]byte, error) {
 				return receipts.Sign(priv, receipts.Payload{Type: "protectmcp:decision", SessionID: session,
 					Sequence: l.Sequence, PreviousReceiptHash: l.Previous, HookEvent: "PreToolUse",
 					ToolName: "Read", Decision: "allow", Reason: "cedar_allow"})
@@ -650,7 +650,7 @@ func TestSync(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	pv, _ := client.NewProofVerifier(tl.vkey, nil)
+	pv, _ := store.NewProofVerifier(tl.vkey, nil)
 	seen := map[uint64]bool{}
 	for _, session := range []string{"sess-a", "sess-b"} {
 		recs, _ := st.Receipts(session)
@@ -723,7 +723,7 @@ func TestWitnessQuorum(t *testing.T) {
 	pf := filepath.Join(tl.dir, "witnesses.policy")
 	os.WriteFile(pf, []byte(policy.String()), 0o644)
 	p := tl.start(t, "-witness-policy", pf, "-witness-timeout", "500ms", "-publish-timeout", "2s")
-	pv, err := client.NewProofVerifier(tl.vkey, []byte(policy.String()))
+	pv, err := store.NewProofVerifier(tl.vkey, []byte(policy.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -771,7 +771,7 @@ func TestWitnessQuorum(t *testing.T) {
 func TestGracefulShutdown(t *testing.T) {
 	tl := newTestLog(t)
 	p := tl.start(t)
-	pv, _ := client.NewProofVerifier(tl.vkey, nil)
+	pv, _ := store.NewProofVerifier(tl.vkey, nil)
 	is := newIssuer()
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 const doctorUsage = `Usage:
@@ -44,12 +44,12 @@ func runDoctor(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	project, err := client.ProjectDir()
+	project, err := store.ProjectDir()
 	if err != nil {
 		errorf("%v", err)
 		return 2
 	}
-	s := client.Open(project)
+	s := store.Open(project)
 	ok := true
 	check := func(name string, err error, detail string) {
 		if err != nil {

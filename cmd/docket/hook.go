@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/hook"
+	"github.com/docketlog/docket/store"
 )
 
 // processStart is when the process started, as near as Go lets us see it;
@@ -79,15 +79,15 @@ func runHook(args []string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	project, err := client.ProjectDir()
+	project, err := store.ProjectDir()
 	if err != nil {
 		return fail("hook %s: %v", kind, err)
 	}
-	store := client.Open(project)
+	st := store.Open(project)
 	var prep *hook.Prepared
 	if kind == hook.Pre {
 		// Start parsing the policy now: it is the slowest step.
-		prep = hook.Prepare(store)
+		prep = hook.Prepare(st)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return fail("hook %s: %v", kind, err)
@@ -104,7 +104,7 @@ func runHook(args []string) int {
 	ctx, stop, sigReady := signalContext()
 	defer stop()
 	opts := hook.Options{
-		Store:     store,
+		Store:     st,
 		Prepared:  prep,
 		Agent:     agent,
 		Kind:      kind,
@@ -164,8 +164,8 @@ func signalContext() (ctx context.Context, stop context.CancelFunc, ready <-chan
 // with no terminal, and does not wait for it. When a sync is already running
 // (it holds the store's sync lock) none is started: the running one rescans
 // the chains before it exits.
-func startSync(s *client.Store) {
-	if f, err := os.Open(filepath.Join(s.Dir, client.SyncLockFile)); err == nil {
+func startSync(s *store.Store) {
+	if f, err := os.Open(filepath.Join(s.Dir, store.SyncLockFile)); err == nil {
 		busy := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil
 		f.Close()
 		if busy {

@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 const initUsage = `Usage:
@@ -82,12 +82,12 @@ func runInit(args []string) int {
 		errorf("init: unexpected arguments %q", fs.Args())
 		return 2
 	}
-	project, err := client.ProjectDir()
+	project, err := store.ProjectDir()
 	if err != nil {
 		errorf("%v", err)
 		return 2
 	}
-	s := client.Open(project)
+	s := store.Open(project)
 	if *command == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -119,7 +119,7 @@ func runInit(args []string) int {
 	return 0
 }
 
-func initKey(s *client.Store) (string, error) {
+func initKey(s *store.Store) (string, error) {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return "", err
 	}
@@ -137,7 +137,7 @@ func initKey(s *client.Store) (string, error) {
 	return "wrote issuer key " + kf.KID + " to " + rel(s.Project, s.KeyPath()), nil
 }
 
-func initPolicy(s *client.Store) (string, error) {
+func initPolicy(s *store.Store) (string, error) {
 	if err := os.MkdirAll(s.PolicyDir(), 0o755); err != nil {
 		return "", err
 	}
@@ -156,7 +156,7 @@ func initPolicy(s *client.Store) (string, error) {
 	return "wrote default policy to " + rel(s.Project, path), nil
 }
 
-func initConfig(s *client.Store, logURL, logKey, witness string) (string, error) {
+func initConfig(s *store.Store, logURL, logKey, witness string) (string, error) {
 	if logURL == "" && logKey == "" && witness == "" {
 		return "", nil
 	}
@@ -173,7 +173,7 @@ func initConfig(s *client.Store, logURL, logKey, witness string) (string, error)
 		}
 		witness = abs
 	}
-	c := client.Config{LogURL: logURL, LogKey: logKey, WitnessPolicy: witness}
+	c := store.Config{LogURL: logURL, LogKey: logKey, WitnessPolicy: witness}
 	if err := s.WriteConfig(c); err != nil {
 		return "", err
 	}
@@ -229,7 +229,7 @@ func initSettings(project, command string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	if err := client.WriteFileAtomic(path, data, mode); err != nil {
+	if err := store.WriteFileAtomic(path, data, mode); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("added %s hooks to %s", strings.Join(added, ", "), rel(project, path)), nil

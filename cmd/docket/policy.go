@@ -8,9 +8,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/policy"
+	"github.com/docketlog/docket/store"
 )
 
 const policyUsage = `Usage:
@@ -53,7 +53,7 @@ func runPolicy(args []string) int {
 	if err := fs.Parse(args[1:]); err != nil {
 		return flagExit(err)
 	}
-	project, err := client.ProjectDir()
+	project, err := store.ProjectDir()
 	if err != nil {
 		errorf("%v", err)
 		return 2
@@ -68,7 +68,7 @@ func runPolicy(args []string) int {
 	case *dir != "":
 		eng, err = policy.LoadDir(*dir)
 	default:
-		eng, err = policy.LoadDir(client.Open(project).PolicyDir())
+		eng, err = policy.LoadDir(store.Open(project).PolicyDir())
 	}
 	if err != nil {
 		errorf("policy: %v", err)

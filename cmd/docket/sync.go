@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/hook"
+	"github.com/docketlog/docket/store"
 )
 
 const syncUsage = `Usage:
@@ -53,14 +53,14 @@ func runSync(args []string) int {
 	}
 	project := *dir
 	if project == "" {
-		p, err := client.ProjectDir()
+		p, err := store.ProjectDir()
 		if err != nil {
 			errorf("%v", err)
 			return 2
 		}
 		project = p
 	}
-	opts := client.SyncOptions{}
+	opts := store.SyncOptions{}
 	if *tokenEnv != "" {
 		opts.Token = os.Getenv(*tokenEnv)
 		if opts.Token == "" {
@@ -76,15 +76,15 @@ func runSync(args []string) int {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	store := client.Open(project)
+	st := store.Open(project)
 	// Events a hook had to spool are receipted first, so they are synced too.
 	home, _ := os.UserHomeDir()
-	if n, err := hook.DrainSpool(store, home); err != nil {
+	if n, err := hook.DrainSpool(st, home); err != nil {
 		warnf("spooled events: %v", err)
 	} else if n > 0 {
 		fmt.Printf("receipted %d spooled events\n", n)
 	}
-	res, err := store.Sync(ctx, opts)
+	res, err := st.Sync(ctx, opts)
 	if res.Stored > 0 {
 		fmt.Printf("stored %d proofs\n", res.Stored)
 	}
@@ -92,7 +92,7 @@ func runSync(args []string) int {
 		errorf("%v", e)
 	}
 	switch {
-	case errors.Is(err, client.ErrNoLog):
+	case errors.Is(err, store.ErrNoLog):
 		errorf("%v", err)
 		return 2
 	case err != nil && res.Pending == 0:

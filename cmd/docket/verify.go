@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 const verifyUsage = `Usage:
@@ -93,7 +93,7 @@ func runVerify(args []string) int {
 		warnf("no trusted key given (-key, -jwks or -key-file): every receipt is undecidable")
 	}
 	opts.Keys = keys
-	var proofs *client.ProofVerifier
+	var proofs *store.ProofVerifier
 	if *logKey != "" {
 		var policy []byte
 		if *witnessPolicy != "" {
@@ -102,7 +102,7 @@ func runVerify(args []string) int {
 				return 2
 			}
 		}
-		if proofs, err = client.NewProofVerifier(*logKey, policy); err != nil {
+		if proofs, err = store.NewProofVerifier(*logKey, policy); err != nil {
 			errorf("verify: %v", err)
 			return 2
 		}
@@ -186,13 +186,13 @@ const (
 // checkProofs requires a verified log proof for every valid receipt of f,
 // read from dir/<sequence>.proof. With no dir, a chain file
 // .docket/sessions/NAME.jsonl has its proofs in .docket/proofs/NAME.
-func checkProofs(f *fileResult, v *client.ProofVerifier, dir string) {
+func checkProofs(f *fileResult, v *store.ProofVerifier, dir string) {
 	if f.err != nil {
 		return
 	}
 	if dir == "" {
 		base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f.name), ".jsonl"), ".json")
-		dir = filepath.Join(filepath.Dir(filepath.Dir(f.name)), client.ProofsDir, base)
+		dir = filepath.Join(filepath.Dir(filepath.Dir(f.name)), store.ProofsDir, base)
 	}
 	f.logIndex = make([]int64, len(f.results))
 	for i := range f.results {
@@ -211,7 +211,7 @@ func checkProofs(f *fileResult, v *client.ProofVerifier, dir string) {
 		}
 		vp, err := v.VerifyReceipt(r.Key, f.lines[i], proof)
 		switch {
-		case errors.Is(err, client.ErrProofMalformed):
+		case errors.Is(err, store.ErrProofMalformed):
 			r.Outcome, r.Cause, r.Detail = receipts.Undecidable, causeBadProof, err.Error()
 			continue
 		case err != nil:

@@ -1,4 +1,4 @@
-// Package client implements the project side of Docket (DESIGN §5): the local
+// Package store implements the project side of Docket (DESIGN §5): the local
 // store under <project>/.docket that holds the issuer key, the policy, the
 // per-session receipt chains, the proofs returned by the log and the spool of
 // hook events that could not be receipted, plus the client configuration.
@@ -10,7 +10,7 @@
 // The head of each chain (last sequence and chain hash) is kept in a small
 // state file, so an append costs the same however long the chain is; the
 // head is recovered from the chain's last line when it is lost or stale.
-package client
+package store
 
 import (
 	"bytes"
