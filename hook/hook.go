@@ -33,9 +33,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
@@ -437,19 +437,7 @@ func spool(s *store.Store, agent Agent, kind Kind, data []byte) (string, error) 
 	}
 	name := fmt.Sprintf("%020d-%d.%s.%s.json", time.Now().UnixNano(), os.Getpid(), agent, kind)
 	path := filepath.Join(s.SpoolDir(), name)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return "", err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
+	if err := durable.Create(path, data, 0o600); err != nil {
 		return "", err
 	}
 	return filepath.Join(store.DirName, store.SpoolDir, name), nil
@@ -492,8 +480,8 @@ func drainSpool(opts Options, max int) (int, error) {
 		return 0, err
 	}
 	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return 0, nil // another process is draining
+	if ok, err := durable.TryLock(lock); !ok {
+		return 0, err // nil when another process is draining
 	}
 	// Listed again under the lock: the holder before us may have drained.
 	if ents, err = os.ReadDir(opts.Store.SpoolDir()); err != nil {

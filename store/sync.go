@@ -16,11 +16,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -207,11 +207,11 @@ func (s *Store) lockSync(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("sync lock: %w", err)
 	}
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
+		ok, err := durable.TryLock(f)
+		if ok {
 			return func() { f.Close() }, nil
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("sync lock: %w", err)
 		}
@@ -222,6 +222,18 @@ func (s *Store) lockSync(ctx context.Context) (func(), error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// Syncing reports whether a `docket sync` is running in the store (it holds
+// the sync lock). It does not wait.
+func (s *Store) Syncing() bool {
+	f, err := os.Open(filepath.Join(s.Dir, SyncLockFile))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	ok, _ := durable.TryRLock(f)
+	return !ok
 }
 
 type submitter struct {
@@ -248,7 +260,7 @@ func (sub *submitter) deliver(ctx context.Context, p pendingReceipt) error {
 				// misconfigured; do not store it, do not hammer it.
 				return fmt.Errorf("log answered with a proof that does not verify: %w", err)
 			}
-			return WriteFileAtomic(sub.store.ProofPath(p.session, p.sequence), proofText, 0o600)
+			return durable.WriteFile(sub.store.ProofPath(p.session, p.sequence), proofText, 0o600)
 		}
 		if errors.Is(err, ErrRejected) {
 			return err

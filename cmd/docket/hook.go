@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -165,12 +164,8 @@ func signalContext() (ctx context.Context, stop context.CancelFunc, ready <-chan
 // (it holds the store's sync lock) none is started: the running one rescans
 // the chains before it exits.
 func startSync(s *store.Store) {
-	if f, err := os.Open(filepath.Join(s.Dir, store.SyncLockFile)); err == nil {
-		busy := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil
-		f.Close()
-		if busy {
-			return
-		}
+	if s.Syncing() {
+		return
 	}
 	exe, err := os.Executable()
 	if err != nil {

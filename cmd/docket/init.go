@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/docketlog/docket/hook"
+	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
@@ -229,7 +230,7 @@ func initSettings(project, command string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	if err := store.WriteFileAtomic(path, data, mode); err != nil {
+	if err := durable.WriteFile(path, data, mode); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("added %s hooks to %s", strings.Join(added, ", "), rel(project, path)), nil
