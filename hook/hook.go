@@ -30,12 +30,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
@@ -344,7 +342,7 @@ func runRecord(opts Options, stdin io.Reader, stderr io.Writer) int {
 		err = record(opts, data)
 	}
 	if err != nil {
-		name, serr := spool(opts.Store, opts.Agent, opts.Kind, data)
+		name, serr := opts.Store.Spool(string(opts.Agent), string(opts.Kind), data)
 		if serr != nil {
 			fmt.Fprintf(stderr, "docket: warning: %s event not receipted (%v) and could not be spooled: %v\n", opts.Kind, oneLine(err.Error()), serr)
 		} else {
@@ -353,7 +351,7 @@ func runRecord(opts Options, stdin io.Reader, stderr io.Writer) int {
 		opts.Logger.Warn("hook event spooled", "hook", string(opts.Kind), "err", err)
 		return ExitWarning
 	}
-	if n, err := drainSpool(opts, maxDrain); err != nil {
+	if n, err := opts.Store.DrainSpool(maxDrain, opts.receiptSpooled); err != nil {
 		fmt.Fprintf(stderr, "docket: warning: spooled events: %v\n", oneLine(err.Error()))
 	} else if n > 0 {
 		opts.Logger.Info("spooled events receipted", "count", n)
@@ -429,99 +427,30 @@ func record(opts Options, data []byte) error {
 	return nil
 }
 
-// spool keeps an event that could not be receipted in .docket/spool, named
-// so that events drain in arrival order with their agent and hook kind.
-func spool(s *store.Store, agent Agent, kind Kind, data []byte) (string, error) {
-	if err := os.MkdirAll(s.SpoolDir(), 0o700); err != nil {
-		return "", err
-	}
-	name := fmt.Sprintf("%020d-%d.%s.%s.json", time.Now().UnixNano(), os.Getpid(), agent, kind)
-	path := filepath.Join(s.SpoolDir(), name)
-	if err := durable.Create(path, data, 0o600); err != nil {
-		return "", err
-	}
-	return filepath.Join(store.DirName, store.SpoolDir, name), nil
-}
-
 // maxDrain bounds the spooled events one hook run receipts.
 const maxDrain = 32
 
-// spoolLockFile, in the spool directory, is locked by whoever drains it.
-const spoolLockFile = ".lock"
-
-// DrainSpool receipts every event kept in the store's spool (a post or
-// session hook that could not record it), oldest first; `docket sync`
-// calls it so that spooled events do not wait for the next hook. It
-// returns how many it receipted; when another process is draining, none.
-func DrainSpool(s *store.Store, home string) (int, error) {
-	return drainSpool(Options{Store: s, Home: home, Start: time.Now(), Logger: slog.New(slog.DiscardHandler)}, -1)
+// Receipter returns the function that receipts a spooled event for
+// [store.Store.DrainSpool] and [store.SyncOptions]: the post or session
+// hook the agent ran, again. An event that can never be receipted (bad
+// input) is rejected; one of an unknown agent or hook is skipped.
+func Receipter(s *store.Store, home string) func(store.SpooledEvent) error {
+	opts := Options{Store: s, Home: home, Start: time.Now(), Logger: slog.New(slog.DiscardHandler)}
+	return opts.receiptSpooled
 }
 
-// drainSpool receipts spooled events, oldest first and at most max of them
-// (all when max < 0), removing each one that is receipted. An event that
-// can never be receipted (bad input) is renamed *.rejected and left for a
-// human. It stops at the first other failure. One process drains at a
-// time, under spoolLockFile: two drainers would receipt an event twice,
-// and the second execution receipt, finding its decision consumed, would
-// be unlinked. When another process holds the lock it returns at once.
-func drainSpool(opts Options, max int) (int, error) {
-	ents, err := os.ReadDir(opts.Store.SpoolDir())
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return 0, nil
-		}
-		return 0, err
+func (opts Options) receiptSpooled(ev store.SpooledEvent) error {
+	agent, aerr := ParseAgent(ev.Agent)
+	kind, kerr := ParseKind(ev.Kind)
+	if aerr != nil || kerr != nil || kind == Pre {
+		return store.ErrSpoolSkip
 	}
-	if !slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), ".json") }) {
-		return 0, nil
+	opts.Agent, opts.Kind = agent, kind
+	err := record(opts, ev.Data)
+	if ie := (*InputError)(nil); errors.As(err, &ie) {
+		return fmt.Errorf("%w: %w", store.ErrSpoolReject, err)
 	}
-	lock, err := os.OpenFile(filepath.Join(opts.Store.SpoolDir(), spoolLockFile), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return 0, err
-	}
-	defer lock.Close()
-	if ok, err := durable.TryLock(lock); !ok {
-		return 0, err // nil when another process is draining
-	}
-	// Listed again under the lock: the holder before us may have drained.
-	if ents, err = os.ReadDir(opts.Store.SpoolDir()); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, e := range ents {
-		if n == max {
-			break
-		}
-		parts := strings.Split(e.Name(), ".")
-		if len(parts) != 4 || parts[3] != "json" {
-			continue
-		}
-		agent, aerr := ParseAgent(parts[1])
-		kind, kerr := ParseKind(parts[2])
-		if aerr != nil || kerr != nil || kind == Pre {
-			continue
-		}
-		path := filepath.Join(opts.Store.SpoolDir(), e.Name())
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return n, err
-		}
-		o := opts
-		o.Agent, o.Kind = agent, kind
-		if err := record(o, data); err != nil {
-			var ie *InputError
-			if errors.As(err, &ie) {
-				os.Rename(path, strings.TrimSuffix(path, ".json")+".rejected")
-				continue
-			}
-			return n, err
-		}
-		if err := os.Remove(path); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
+	return err
 }
 
 // schemaHash identifies the agent schema policies are validated against.

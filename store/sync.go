@@ -49,6 +49,9 @@ type SyncOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Logger receives one line per failed attempt; nil discards.
 	Logger *slog.Logger
+	// Receipt, if set, receipts the spooled hook events (see DrainSpool)
+	// before anything is submitted, so that they are synced too.
+	Receipt func(SpooledEvent) error
 }
 
 // SyncResult counts what one Sync did.
@@ -59,6 +62,10 @@ type SyncResult struct {
 	Pending int
 	// Errors are the receipts that failed, with their causes.
 	Errors []error
+	// Receipted is the number of spooled events receipted first, and
+	// SpoolErr why the others were not (see SyncOptions.Receipt).
+	Receipted int
+	SpoolErr  error
 }
 
 // pendingReceipt is a receipt without a stored proof.
@@ -77,6 +84,9 @@ type pendingReceipt struct {
 // pass, returning when nothing is pending or nothing more can be done.
 func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) {
 	var res SyncResult
+	if opts.Receipt != nil {
+		res.Receipted, res.SpoolErr = s.DrainSpool(-1, opts.Receipt)
+	}
 	cfg, err := s.LoadConfig()
 	if err != nil {
 		return res, err

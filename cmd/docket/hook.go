@@ -42,7 +42,8 @@ Options:
 Exit codes:
     0  pre: the call may run (or the user is asked); others: receipted
     1  post and session hooks: the event could not be receipted and was
-       kept in .docket/spool (a warning); it is receipted by a later hook
+       kept in .docket/spool, or in ~/.local/state/docket/spool when
+       .docket is full or read-only (a warning); a later hook receipts it
     2  pre: the call is denied, or the gate failed (fail closed)
 
 Environment:

@@ -79,12 +79,13 @@ func runSync(args []string) int {
 	st := store.Open(project)
 	// Events a hook had to spool are receipted first, so they are synced too.
 	home, _ := os.UserHomeDir()
-	if n, err := hook.DrainSpool(st, home); err != nil {
-		warnf("spooled events: %v", err)
-	} else if n > 0 {
-		fmt.Printf("receipted %d spooled events\n", n)
-	}
+	opts.Receipt = hook.Receipter(st, home)
 	res, err := st.Sync(ctx, opts)
+	if res.SpoolErr != nil {
+		warnf("spooled events: %v", res.SpoolErr)
+	} else if res.Receipted > 0 {
+		fmt.Printf("receipted %d spooled events\n", res.Receipted)
+	}
 	if res.Stored > 0 {
 		fmt.Printf("stored %d proofs\n", res.Stored)
 	}
