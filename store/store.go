@@ -473,7 +473,7 @@ func matchDecision(line []byte, key, session string, consumed map[string]bool) *
 		consumed[p.DecisionReceiptHash] = true
 		return nil
 	}
-	if p.HookEvent != "PreToolUse" || (p.Decision != receipts.Allow && p.Decision != receipts.RequireApproval) {
+	if !(receipts.Step{HookEvent: p.HookEvent, Decision: p.Decision}).Executable() {
 		return nil
 	}
 	if !(p.ToolUseID != "" && p.ToolUseID == key) && CallKey(session, p.ToolName, p.ToolInputHash) != key {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/store"
 )
@@ -84,10 +85,10 @@ func runHook(args []string) int {
 		return fail("hook %s: %v", kind, err)
 	}
 	st := store.Open(project)
-	var prep *hook.Prepared
+	var prep *gate.Prepared
 	if kind == hook.Pre {
 		// Start parsing the policy now: it is the slowest step.
-		prep = hook.Prepare(st)
+		prep = gate.Prepare(st)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return fail("hook %s: %v", kind, err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/store"
@@ -123,7 +124,7 @@ func runPolicy(args []string) int {
 		PolicyDigest string       `json:"policy_digest"`
 		Calls        []callResult `json:"calls"`
 	}{PolicyDigest: eng.Digest()}
-	d := hook.Decide(context.Background(), eng, ev, project, home)
+	d := gate.Evaluate(context.Background(), eng, ev.Calls, project, home)
 	out.Decision, out.Reason, out.Message, out.PolicyIDs = d.Decision, d.Reason, d.Message, d.PolicyIDs
 	for _, c := range ev.Calls {
 		c.ProjectDir, c.Home = project, home
