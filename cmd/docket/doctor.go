@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
@@ -82,21 +83,19 @@ func runDoctor(args []string) int {
 		return ": no log configured (receipts stay local)"
 	}())
 
-	path := filepath.Join(project, ".claude", "settings.json")
-	settings, _, err := readSettings(path)
+	name, events, _ := hook.Claude.Installs()
+	path := filepath.Join(project, name)
+	settings, err := hook.ReadSettings(path)
 	if err != nil {
 		check("settings", err, "")
 		return 2
 	}
-	hooks, _ := settings["hooks"].(map[string]any)
-	for _, h := range hookEvents[1:] {
-		groups, _ := hooks[h.event].([]any)
-		if len(hookCommands(groups, "", string(h.kind))) == 0 {
-			fmt.Printf("warn  %s: no docket hook %s installed; executions or sessions go unrecorded\n", h.event, h.kind)
+	for _, h := range events[1:] {
+		if len(settings.Installed(h.Event, "", h.Kind)) == 0 {
+			fmt.Printf("warn  %s: no docket hook %s installed; executions or sessions go unrecorded\n", h.Event, h.Kind)
 		}
 	}
-	groups, _ := hooks["PreToolUse"].([]any)
-	pre := hookCommands(groups, "Bash", "pre")
+	pre := settings.Installed(receipts.PreToolUse, "Bash", hook.Pre)
 	if len(pre) == 0 {
 		check("PreToolUse hook", fmt.Errorf("no docket hook pre for Bash in %s: the gate is not installed", rel(project, path)), "")
 		hintf("run docket init")
@@ -135,12 +134,12 @@ func cgoBuild() bool {
 // probeHook runs an installed pre hook command as Claude Code does (sh -c,
 // JSON event on stdin, CLAUDE_PROJECT_DIR set, the hook's timeout) with a
 // call the gate must deny, and reports whether it blocked.
-func probeHook(project string, h settingsHook) error {
+func probeHook(project string, h hook.InstalledHook) error {
 	event, _ := json.Marshal(map[string]any{
 		"session_id":      doctorSession,
 		"transcript_path": filepath.Join(project, ".docket", "doctor.jsonl"),
 		"cwd":             project,
-		"hook_event_name": "PreToolUse",
+		"hook_event_name": receipts.PreToolUse,
 		"tool_name":       "Bash",
 		"tool_input":      map[string]any{"command": "rm -rf /", "description": "docket doctor: synthetic call the gate must deny"},
 		"tool_use_id":     fmt.Sprintf("docket-doctor-%d", time.Now().UnixNano()),
