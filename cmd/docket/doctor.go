@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,15 +40,15 @@ Exit codes:
 // doctorSession is the session the synthetic denials are recorded in.
 const doctorSession = "docket-doctor"
 
-func runDoctor(args []string) int {
+func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("docket doctor", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, doctorUsage) }
+	fs.Usage = func() { fmt.Fprint(stderr, doctorUsage) }
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
 	project, err := store.ProjectDir()
 	if err != nil {
-		errorf("%v", err)
+		errorf(stderr, "%v", err)
 		return 2
 	}
 	s := store.Open(project)
@@ -55,10 +56,10 @@ func runDoctor(args []string) int {
 	check := func(name string, err error, detail string) {
 		if err != nil {
 			ok = false
-			fmt.Printf("FAIL  %s: %v\n", name, err)
+			fmt.Fprintf(stdout, "FAIL  %s: %v\n", name, err)
 			return
 		}
-		fmt.Printf("ok    %s%s\n", name, detail)
+		fmt.Fprintf(stdout, "ok    %s%s\n", name, detail)
 	}
 
 	priv, err := receipts.LoadPrivateKey(s.KeyPath())
@@ -92,13 +93,13 @@ func runDoctor(args []string) int {
 	}
 	for _, h := range events[1:] {
 		if len(settings.Installed(h.Event, "", h.Kind)) == 0 {
-			fmt.Printf("warn  %s: no docket hook %s installed; executions or sessions go unrecorded\n", h.Event, h.Kind)
+			fmt.Fprintf(stdout, "warn  %s: no docket hook %s installed; executions or sessions go unrecorded\n", h.Event, h.Kind)
 		}
 	}
 	pre := settings.Installed(receipts.PreToolUse, "Bash", hook.Pre)
 	if len(pre) == 0 {
 		check("PreToolUse hook", fmt.Errorf("no docket hook pre for Bash in %s: the gate is not installed", rel(project, path)), "")
-		hintf("run docket init")
+		hintf(stderr, "run docket init")
 		return 2
 	}
 	for _, h := range pre {
@@ -109,10 +110,10 @@ func runDoctor(args []string) int {
 	}
 	if cgoBuild() {
 		// Every tool call starts the hook: see README "Performance".
-		fmt.Println("note  this docket is linked with libc (CGO_ENABLED=1); a static build starts each hook about 1.3 ms sooner")
-		hintf("CGO_ENABLED=0 go install github.com/docketlog/docket/cmd/docket@latest")
+		fmt.Fprintln(stdout, "note  this docket is linked with libc (CGO_ENABLED=1); a static build starts each hook about 1.3 ms sooner")
+		hintf(stderr, "CGO_ENABLED=0 go install github.com/docketlog/docket/cmd/docket@latest")
 	}
-	fmt.Println("the gate blocks")
+	fmt.Fprintln(stdout, "the gate blocks")
 	return 0
 }
 

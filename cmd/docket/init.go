@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -47,9 +49,9 @@ var gitignoreLines = []string{
 	"/.docket/issuer.key", "/.docket/sessions/", "/.docket/proofs/", "/.docket/spool/",
 }
 
-func runInit(args []string) int {
+func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("docket init", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, initUsage) }
+	fs.Usage = func() { fmt.Fprint(stderr, initUsage) }
 	logURL := fs.String("log", "", "")
 	logKey := fs.String("log-key", "", "")
 	witness := fs.String("witness-policy", "", "")
@@ -58,20 +60,20 @@ func runInit(args []string) int {
 		return flagExit(err)
 	}
 	if fs.NArg() > 0 {
-		errorf("init: unexpected arguments %q", fs.Args())
+		errorf(stderr, "init: unexpected arguments %q", fs.Args())
 		return 2
 	}
 	project, err := store.ProjectDir()
 	if err != nil {
-		errorf("%v", err)
+		errorf(stderr, "%v", err)
 		return 2
 	}
 	s := store.Open(project)
 	if *command == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			errorf("init: finding the docket binary: %v", err)
-			hintf("pass -command with the absolute path of docket")
+			errorf(stderr, "init: finding the docket binary: %v", err)
+			hintf(stderr, "pass -command with the absolute path of docket")
 			return 2
 		}
 		*command = hook.ShellQuote(exe)
@@ -87,14 +89,14 @@ func runInit(args []string) int {
 	for _, step := range steps {
 		msg, err := step()
 		if err != nil {
-			errorf("init: %v", err)
+			errorf(stderr, "init: %v", err)
 			return 2
 		}
 		if msg != "" {
-			fmt.Println(msg)
+			fmt.Fprintln(stdout, msg)
 		}
 	}
-	fmt.Printf("docket is set up in %s; run docket doctor to check that the gate blocks\n", project)
+	fmt.Fprintf(stdout, "docket is set up in %s; run docket doctor to check that the gate blocks\n", project)
 	return 0
 }
 

@@ -54,7 +54,7 @@ func runKeygen(args []string) int {
 		return 2
 	}
 	if *logName != "" && *witnessName != "" {
-		errorf("keygen: give -log or -witness, not both")
+		errorf(os.Stderr, "keygen: give -log or -witness, not both")
 		return 2
 	}
 	if *logName != "" || *witnessName != "" {
@@ -67,7 +67,7 @@ func runKeygen(args []string) int {
 		return 0
 	}
 	if err := receipts.WriteKeyFile(*out, kf); err != nil {
-		errorf("keygen: %v", err)
+		errorf(os.Stderr, "keygen: %v", err)
 		return 1
 	}
 	pub, _ := receipts.ParsePublicKeyHex(kf.PublicKey)
@@ -81,12 +81,12 @@ func noteKeygen(logName, witnessName, out string) int {
 	name := logName + witnessName
 	skey, vkey, err := note.GenerateKey(rand.Reader, name)
 	if err != nil {
-		errorf("keygen: %v", err)
+		errorf(os.Stderr, "keygen: %v", err)
 		return 2
 	}
 	if witnessName != "" {
 		if vkey, err = fnote.VKeyToCosignatureV1(vkey); err != nil {
-			errorf("keygen: %v", err)
+			errorf(os.Stderr, "keygen: %v", err)
 			return 1
 		}
 	}
@@ -96,11 +96,11 @@ func noteKeygen(logName, witnessName, out string) int {
 		return 0
 	}
 	if err := writeNew(out, []byte(skey+"\n"), 0o600); err != nil {
-		errorf("keygen: %v", err)
+		errorf(os.Stderr, "keygen: %v", err)
 		return 1
 	}
 	if err := writeNew(out+".pub", []byte(vkey+"\n"), 0o644); err != nil {
-		errorf("keygen: %v", err)
+		errorf(os.Stderr, "keygen: %v", err)
 		return 1
 	}
 	fmt.Println(vkey)
