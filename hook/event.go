@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"time"
 
-	"github.com/docketlog/docket/client"
+	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 // Agent names the agent whose hook protocol is spoken.
@@ -72,15 +74,15 @@ func ParseKind(s string) (Kind, error) {
 func (k Kind) HookEvent() string {
 	switch k {
 	case Pre:
-		return "PreToolUse"
+		return receipts.PreToolUse
 	case Post:
-		return "PostToolUse"
+		return receipts.PostToolUse
 	case PostFailure:
-		return "PostToolUseFailure"
+		return receipts.PostToolUseFailure
 	case SessionStart:
-		return "SessionStart"
+		return receipts.SessionStart
 	case SessionEnd:
-		return "SessionEnd"
+		return receipts.SessionEnd
 	}
 	return ""
 }
@@ -89,11 +91,11 @@ func (k Kind) HookEvent() string {
 // An event naming another hook is refused, so that a hook wired to the
 // wrong event cannot be mistaken for a gate.
 var eventNames = map[Kind][]string{
-	Pre:          {"PreToolUse", "BeforeTool"},
-	Post:         {"PostToolUse", "AfterTool"},
-	PostFailure:  {"PostToolUseFailure", "PostToolUse", "AfterTool"},
-	SessionStart: {"SessionStart"},
-	SessionEnd:   {"SessionEnd"},
+	Pre:          {receipts.PreToolUse, "BeforeTool"},
+	Post:         {receipts.PostToolUse, "AfterTool"},
+	PostFailure:  {receipts.PostToolUseFailure, receipts.PostToolUse, "AfterTool"},
+	SessionStart: {receipts.SessionStart},
+	SessionEnd:   {receipts.SessionEnd},
 }
 
 // MaxInput is the largest hook event accepted on stdin, in bytes.
@@ -237,7 +239,16 @@ func (ev *Event) CallKey() string {
 	if ev.ToolUseID != "" {
 		return ev.ToolUseID
 	}
-	return client.CallKey(ev.SessionID, ev.ToolName, ev.ToolInputHash)
+	return store.CallKey(ev.SessionID, ev.ToolName, ev.ToolInputHash)
+}
+
+// Call is the gate's view of a pre event; handling it started at start.
+func (ev *Event) Call(start time.Time) gate.Call {
+	return gate.Call{
+		SessionID: ev.SessionID, Agent: ev.Agent.ReceiptName(),
+		ToolName: ev.ToolName, ToolUseID: ev.ToolUseID, ToolInputHash: ev.ToolInputHash,
+		Requests: ev.Calls, Start: start,
+	}
 }
 
 func sha256Ref(b []byte) string {

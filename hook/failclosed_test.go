@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/docketlog/docket/internal/durable"
 )
 
 // TestPreFailsClosed runs every failure of DESIGN §5 through the real
@@ -126,7 +128,7 @@ func holdLock(t *testing.T, p *project, session string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := durable.Lock(f); err != nil {
 		t.Fatal(err)
 	}
 }

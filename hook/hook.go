@@ -1,6 +1,7 @@
-// Package hook implements `docket hook`: the agent hooks that gate every
-// tool call with the Cedar policy and sign every decision and execution into
-// the session's receipt chain (DESIGN §1, §3.1, §5).
+// Package hook implements `docket hook`: the agent hooks that put every
+// tool call through the gate (package gate: decide with the Cedar policy,
+// sign every decision and execution into the session's receipt chain) and
+// answer the agent (DESIGN §1, §3.1, §5).
 //
 // It speaks the hook protocols of Claude Code (JSON on stdin; exit 2 with a
 // reason on stderr blocks; a hookSpecificOutput.permissionDecision "ask"
@@ -23,22 +24,18 @@ package hook
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/docketlog/docket/client"
+	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 // DefaultDeadline bounds the pre hook. It must stay below the timeout the
@@ -56,7 +53,7 @@ const (
 // Options configure one hook run.
 type Options struct {
 	// Store is the project's .docket store.
-	Store *client.Store
+	Store *store.Store
 	Agent Agent
 	Kind  Kind
 	// Home is the user's home directory, for "~" in policies.
@@ -72,10 +69,10 @@ type Options struct {
 	// StartSync, if set, is called after a post or session hook appended a
 	// receipt and a log is configured. It must return at once (start a
 	// detached `docket sync`), never wait on the network.
-	StartSync func(*client.Store)
+	StartSync func(*store.Store)
 	// Prepared, if set, is the loading of Store's policy and key, started
-	// earlier by Prepare; otherwise the pre hook starts it itself.
-	Prepared *Prepared
+	// earlier by gate.Prepare; otherwise the pre hook starts it itself.
+	Prepared *gate.Prepared
 	// Fault, if set, is called at named points of the pre hook ("decide");
 	// tests use it to inject panics and delays.
 	Fault func(point string)
@@ -147,58 +144,13 @@ func runPre(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr i
 	return a.code
 }
 
-// Prepared is the slow part of a pre hook, loading the policy and the
-// issuer key, running in the background; see [Prepare].
-type Prepared struct {
-	store  *client.Store
-	policy chan loadedPolicy
-	key    chan loadedKey
-}
-
-type loadedPolicy struct {
-	eng *policy.Engine
-	err error
-}
-
-type loadedKey struct {
-	key ed25519.PrivateKey
-	err error
-}
-
-// Prepare starts loading the store's policy and issuer key, each on its own
-// goroutine. A pre hook process calls it as early as it knows the project,
-// so that the loads overlap everything else it does before deciding; pass
-// the result in [Options].Prepared. A panic while loading becomes an error.
-func Prepare(s *client.Store) *Prepared {
-	p := &Prepared{store: s, policy: make(chan loadedPolicy, 1), key: make(chan loadedKey, 1)}
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				p.policy <- loadedPolicy{err: fmt.Errorf("panic loading policy: %.200v", r)}
-			}
-		}()
-		eng, err := LoadPolicy(s)
-		p.policy <- loadedPolicy{eng, err}
-	}()
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				p.key <- loadedKey{err: fmt.Errorf("panic loading the key: %.200v", r)}
-			}
-		}()
-		key, err := receipts.LoadPrivateKey(s.KeyPath())
-		p.key <- loadedKey{key, err}
-	}()
-	return p
-}
-
 // pre decides one call, signs the decision into the chain and answers.
 func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 	// Loading the policy (parsing Cedar) and the key are the slow steps:
 	// they overlap reading and parsing the event.
 	prep := opts.Prepared
-	if prep == nil || prep.store != opts.Store {
-		prep = Prepare(opts.Store)
+	if prep == nil || prep.Store() != opts.Store {
+		prep = gate.Prepare(opts.Store)
 	}
 	data, err := io.ReadAll(io.LimitReader(stdin, MaxInput+1))
 	if err != nil {
@@ -208,116 +160,49 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 	if err != nil {
 		return block("gate error: %v; the call is blocked", err)
 	}
-	var lk loadedKey
-	select {
-	case lk = <-prep.key:
-	case <-ctx.Done():
+	key, err := prep.Key(ctx)
+	if ctx.Err() != nil {
 		return block("gate error: internal deadline exceeded loading the key; the call is blocked")
 	}
-	key, err := lk.key, lk.err
 	if err != nil {
 		return block("gate error: issuer key: %v; the call is blocked (run docket init)", err)
 	}
-	var d policy.Decision
-	var digest string
-	var l loadedPolicy
-	select {
-	case l = <-prep.policy:
-	case <-ctx.Done():
+	g := &gate.Gate{Store: opts.Store, Key: key, Home: opts.Home}
+	g.Engine, g.PolicyErr = prep.Policy(ctx)
+	if ctx.Err() != nil {
 		return block("gate error: internal deadline exceeded loading the policy; the call is blocked")
-	}
-	eng, err := l.eng, l.err
-	if err != nil {
-		d = policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
-			Message: fmt.Sprintf("policy: %v (fix it, then run docket policy check)", err)}
-	} else {
-		digest = eng.Digest()
-		d = Decide(ctx, eng, ev, opts.Store.Project, opts.Home)
 	}
 	if opts.Fault != nil {
 		opts.Fault("decide")
 	}
-	if err := ctx.Err(); err != nil {
+	d, err := g.Decide(ctx, ev.Call(opts.Start))
+	if ctx.Err() != nil {
 		return block("gate error: internal deadline exceeded; the call is blocked")
 	}
-
-	head, err := opts.Store.Append(ev.SessionID, client.AppendOptions{}, func(l client.Link) ([]byte, error) {
-		latency := time.Since(opts.Start).Milliseconds()
-		return receipts.Sign(key, receipts.Payload{
-			Type:                receipts.TypeDecision,
-			SessionID:           ev.SessionID,
-			Sequence:            l.Sequence,
-			PreviousReceiptHash: l.Previous,
-			HookEvent:           Pre.HookEvent(),
-			Agent:               opts.Agent.ReceiptName(),
-			ToolName:            ev.ToolName,
-			ToolUseID:           ev.ToolUseID,
-			ToolInputHash:       ev.ToolInputHash,
-			Decision:            d.Decision,
-			Reason:              d.Reason,
-			PolicyDigest:        digest,
-			PolicyIDs:           d.PolicyIDs,
-			HookLatencyMs:       &latency,
-		})
-	})
 	if err != nil {
-		return block("gate error: recording the decision: %v; the call is blocked", err)
+		return block("gate error: %v; the call is blocked", err)
 	}
-	opts.Logger.Info("hook pre", "session", ev.SessionID, "sequence", head.Sequence, "tool", ev.ToolName,
-		"decision", d.Decision, "reason", d.Reason, "latency", time.Since(opts.Start))
+	opts.Logger.Info("hook pre", "session", ev.SessionID, "sequence", d.Sequence, "tool", ev.ToolName,
+		"decision", d.Decision.Decision, "reason", d.Reason, "latency", time.Since(opts.Start))
 
-	switch d.Decision {
+	switch d.Decision.Decision {
 	case policy.Allow:
 		// No output: an explicit "allow" would skip the agent's own permission checks.
 		return answer{code: ExitOK}
 	case policy.RequireApproval:
 		if opts.Agent == Claude {
-			return answer{code: ExitOK, stdout: askAnswer(d)}
+			return answer{code: ExitOK, stdout: askAnswer(d.Decision)}
 		}
 		return block("approval required but %s hooks cannot ask: %s", opts.Agent, d.Message)
 	}
 	return block("denied: %s [%s%s]", d.Message, d.Reason, idList(d.PolicyIDs))
 }
 
-// Decide asks the policy about every call a pre event maps to, with the
-// given project root and home directory. The strictest answer wins (deny
-// over require_approval over allow); its policy IDs are those of every call
-// that answered the same. An event with no calls is denied.
-func Decide(ctx context.Context, eng *policy.Engine, ev *Event, project, home string) policy.Decision {
-	rank := func(d string) int {
-		switch d {
-		case policy.Allow:
-			return 0
-		case policy.RequireApproval:
-			return 1
-		}
-		return 2
-	}
-	out := policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError, Message: "the call maps to no request"}
-	var ids []string
-	for i, c := range ev.Calls {
-		c.ProjectDir, c.Home = project, home
-		d := eng.Decide(ctx, c)
-		if rank(d.Decision) == 2 {
-			d.Decision = policy.Deny
-		}
-		switch {
-		case i == 0 || rank(d.Decision) > rank(out.Decision):
-			out, ids = d, slices.Clone(d.PolicyIDs)
-		case rank(d.Decision) == rank(out.Decision):
-			ids = append(ids, d.PolicyIDs...)
-		}
-	}
-	slices.Sort(ids)
-	out.PolicyIDs = slices.Compact(ids)
-	return out
-}
-
 // askAnswer is Claude Code's PreToolUse answer that asks the user.
 func askAnswer(d policy.Decision) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"hookSpecificOutput": map[string]any{
-			"hookEventName":            "PreToolUse",
+			"hookEventName":            receipts.PreToolUse,
 			"permissionDecision":       "ask",
 			"permissionDecisionReason": "docket: " + oneLine(d.Message),
 		},
@@ -344,7 +229,7 @@ func runRecord(opts Options, stdin io.Reader, stderr io.Writer) int {
 		err = record(opts, data)
 	}
 	if err != nil {
-		name, serr := spool(opts.Store, opts.Agent, opts.Kind, data)
+		name, serr := opts.Store.Spool(string(opts.Agent), string(opts.Kind), data)
 		if serr != nil {
 			fmt.Fprintf(stderr, "docket: warning: %s event not receipted (%v) and could not be spooled: %v\n", opts.Kind, oneLine(err.Error()), serr)
 		} else {
@@ -353,7 +238,7 @@ func runRecord(opts Options, stdin io.Reader, stderr io.Writer) int {
 		opts.Logger.Warn("hook event spooled", "hook", string(opts.Kind), "err", err)
 		return ExitWarning
 	}
-	if n, err := drainSpool(opts, maxDrain); err != nil {
+	if n, err := opts.Store.DrainSpool(maxDrain, opts.receiptSpooled); err != nil {
 		fmt.Fprintf(stderr, "docket: warning: spooled events: %v\n", oneLine(err.Error()))
 	} else if n > 0 {
 		opts.Logger.Info("spooled events receipted", "count", n)
@@ -378,184 +263,47 @@ func record(opts Options, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("issuer key: %w", err)
 	}
-	var aopts client.AppendOptions
-	if opts.Kind == Post || opts.Kind == PostFailure {
-		aopts.Executes = ev.CallKey()
-	}
-	var unlinked bool
-	head, err := opts.Store.Append(ev.SessionID, aopts, func(l client.Link) ([]byte, error) {
-		p := receipts.Payload{
-			SessionID:           ev.SessionID,
-			Sequence:            l.Sequence,
-			PreviousReceiptHash: l.Previous,
-			HookEvent:           opts.Kind.HookEvent(),
-			Agent:               opts.Agent.ReceiptName(),
-		}
-		switch opts.Kind {
-		case SessionStart, SessionEnd:
-			p.Type = receipts.TypeLifecycle
-			p.LifecycleEvent = strings.ReplaceAll(string(opts.Kind), "-", "_")
-		default:
-			p.Type = receipts.TypeDecision
-			p.ToolName, p.ToolUseID = ev.ToolName, ev.ToolUseID
-			p.ToolInputHash, p.ToolOutputHash = ev.ToolInputHash, ev.ToolOutputHash
-			p.Reason = "executed"
-			if opts.Kind == PostFailure {
-				p.Reason = "execution_failed"
-			}
-			if d := l.Decision; d != nil {
-				p.Decision, p.DecisionReceiptHash = d.Decision, d.Hash
-				if d.IssuedAt > 0 {
-					dur := max(0, time.Now().UnixMilli()-d.IssuedAt)
-					p.ToolDurationMs = &dur
-				}
-			} else {
-				// The tool ran without a decision of the gate in this chain:
-				// record that, do not invent a link.
-				p.Reason, unlinked = "unlinked_execution", true
-			}
-		}
-		latency := time.Since(opts.Start).Milliseconds()
-		p.HookLatencyMs = &latency
-		return receipts.Sign(key, p)
+	g := &gate.Gate{Store: opts.Store, Key: key, Home: opts.Home}
+	r, err := g.Record(gate.Event{
+		HookEvent: opts.Kind.HookEvent(),
+		SessionID: ev.SessionID,
+		Agent:     opts.Agent.ReceiptName(),
+		ToolName:  ev.ToolName, ToolUseID: ev.ToolUseID,
+		ToolInputHash: ev.ToolInputHash, ToolOutputHash: ev.ToolOutputHash,
+		Start: opts.Start,
 	})
 	if err != nil {
 		return err
 	}
-	if unlinked {
-		opts.Logger.Warn("execution without a decision", "session", ev.SessionID, "sequence", head.Sequence, "tool", ev.ToolName)
+	if r.Unlinked {
+		opts.Logger.Warn("execution without a decision", "session", ev.SessionID, "sequence", r.Sequence, "tool", ev.ToolName)
 	}
-	opts.Logger.Info("hook "+string(opts.Kind), "session", ev.SessionID, "sequence", head.Sequence)
+	opts.Logger.Info("hook "+string(opts.Kind), "session", ev.SessionID, "sequence", r.Sequence)
 	return nil
-}
-
-// spool keeps an event that could not be receipted in .docket/spool, named
-// so that events drain in arrival order with their agent and hook kind.
-func spool(s *client.Store, agent Agent, kind Kind, data []byte) (string, error) {
-	if err := os.MkdirAll(s.SpoolDir(), 0o700); err != nil {
-		return "", err
-	}
-	name := fmt.Sprintf("%020d-%d.%s.%s.json", time.Now().UnixNano(), os.Getpid(), agent, kind)
-	path := filepath.Join(s.SpoolDir(), name)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return "", err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		return "", err
-	}
-	return filepath.Join(client.DirName, client.SpoolDir, name), nil
 }
 
 // maxDrain bounds the spooled events one hook run receipts.
 const maxDrain = 32
 
-// spoolLockFile, in the spool directory, is locked by whoever drains it.
-const spoolLockFile = ".lock"
-
-// DrainSpool receipts every event kept in the store's spool (a post or
-// session hook that could not record it), oldest first; `docket sync`
-// calls it so that spooled events do not wait for the next hook. It
-// returns how many it receipted; when another process is draining, none.
-func DrainSpool(s *client.Store, home string) (int, error) {
-	return drainSpool(Options{Store: s, Home: home, Start: time.Now(), Logger: slog.New(slog.DiscardHandler)}, -1)
+// Receipter returns the function that receipts a spooled event for
+// [store.Store.DrainSpool] and [store.SyncOptions]: the post or session
+// hook the agent ran, again. An event that can never be receipted (bad
+// input) is rejected; one of an unknown agent or hook is skipped.
+func Receipter(s *store.Store, home string) func(store.SpooledEvent) error {
+	opts := Options{Store: s, Home: home, Start: time.Now(), Logger: slog.New(slog.DiscardHandler)}
+	return opts.receiptSpooled
 }
 
-// drainSpool receipts spooled events, oldest first and at most max of them
-// (all when max < 0), removing each one that is receipted. An event that
-// can never be receipted (bad input) is renamed *.rejected and left for a
-// human. It stops at the first other failure. One process drains at a
-// time, under spoolLockFile: two drainers would receipt an event twice,
-// and the second execution receipt, finding its decision consumed, would
-// be unlinked. When another process holds the lock it returns at once.
-func drainSpool(opts Options, max int) (int, error) {
-	ents, err := os.ReadDir(opts.Store.SpoolDir())
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return 0, nil
-		}
-		return 0, err
+func (opts Options) receiptSpooled(ev store.SpooledEvent) error {
+	agent, aerr := ParseAgent(ev.Agent)
+	kind, kerr := ParseKind(ev.Kind)
+	if aerr != nil || kerr != nil || kind == Pre {
+		return store.ErrSpoolSkip
 	}
-	if !slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), ".json") }) {
-		return 0, nil
+	opts.Agent, opts.Kind = agent, kind
+	err := record(opts, ev.Data)
+	if ie := (*InputError)(nil); errors.As(err, &ie) {
+		return fmt.Errorf("%w: %w", store.ErrSpoolReject, err)
 	}
-	lock, err := os.OpenFile(filepath.Join(opts.Store.SpoolDir(), spoolLockFile), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return 0, err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return 0, nil // another process is draining
-	}
-	// Listed again under the lock: the holder before us may have drained.
-	if ents, err = os.ReadDir(opts.Store.SpoolDir()); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, e := range ents {
-		if n == max {
-			break
-		}
-		parts := strings.Split(e.Name(), ".")
-		if len(parts) != 4 || parts[3] != "json" {
-			continue
-		}
-		agent, aerr := ParseAgent(parts[1])
-		kind, kerr := ParseKind(parts[2])
-		if aerr != nil || kerr != nil || kind == Pre {
-			continue
-		}
-		path := filepath.Join(opts.Store.SpoolDir(), e.Name())
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return n, err
-		}
-		o := opts
-		o.Agent, o.Kind = agent, kind
-		if err := record(o, data); err != nil {
-			var ie *InputError
-			if errors.As(err, &ie) {
-				os.Rename(path, strings.TrimSuffix(path, ".json")+".rejected")
-				continue
-			}
-			return n, err
-		}
-		if err := os.Remove(path); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
-}
-
-// schemaHash identifies the agent schema policies are validated against.
-var schemaHash = sha256Ref(policy.Schema)
-
-// LoadPolicy loads the store's policy: every *.cedar file directly in its
-// policy directory, in name order. Validating the policies against the
-// schema is the slowest part of loading them, so a policy set already
-// validated against this schema (recorded in the store by a previous load)
-// is not validated again, and neither are the requests built for it (Docket
-// builds them to the schema itself). Parsing, @id checks and deny-on-error
-// still run every time, so a policy that errors still denies.
-func LoadPolicy(s *client.Store) (*policy.Engine, error) {
-	var o policy.Options
-	mark, _ := os.ReadFile(s.PolicyValidatedPath())
-	if digest, schema, ok := strings.Cut(strings.TrimSpace(string(mark)), " "); ok && schema == schemaHash {
-		o.ValidatedDigest = digest
-	}
-	eng, err := o.LoadDir(s.PolicyDir())
-	if err == nil && eng.Digest() != o.ValidatedDigest {
-		// Best effort: without the record the next load validates again.
-		_ = os.WriteFile(s.PolicyValidatedPath(), []byte(eng.Digest()+" "+schemaHash+"\n"), 0o600)
-	}
-	return eng, err
+	return err
 }

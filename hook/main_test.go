@@ -147,7 +147,7 @@ func (p *project) run(t testing.TB, stdin []byte, env []string, args ...string) 
 	t.Helper()
 	cmd := exec.Command(docketBin, args...)
 	cmd.Dir = p.dir
-	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home)
+	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "XDG_STATE_HOME=")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stdout, stderr bytes.Buffer

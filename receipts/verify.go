@@ -400,10 +400,11 @@ func checkLinks(facts []links, results []Result) {
 				r.fail(Invalid, CauseSession, "session_id %q follows %q in one chain", rc.session, prev.session)
 			}
 		}
-		if rc.hookEvent == "PreToolUse" && (rc.decision == Allow || rc.decision == RequireApproval) {
+		step := Step{HookEvent: rc.hookEvent, Decision: rc.decision, ToolName: rc.toolName}
+		if step.Executable() {
 			decisions[rc.hash] = i
 		}
-		if !rc.hasRef && (rc.hookEvent == "PostToolUse" || rc.hookEvent == "PostToolUseFailure") {
+		if !rc.hasRef && step.IsExecution() {
 			r.fail(Invalid, CauseUnlinkedExec, "a tool ran with no decision linked to it (%s)", rc.reason)
 		}
 		if rc.hasRef {
@@ -411,7 +412,7 @@ func checkLinks(facts []links, results []Result) {
 			switch {
 			case !found:
 				r.fail(Invalid, CauseUnlinkedExec, "execution does not follow an allow decision in this chain (decision_receipt_hash %s)", rc.ref)
-			case facts[j].decision != rc.decision || facts[j].toolName != rc.toolName:
+			case !(Step{HookEvent: PostToolUse, Decision: rc.decision, ToolName: rc.toolName}).Executes(Step{HookEvent: facts[j].hookEvent, Decision: facts[j].decision, ToolName: facts[j].toolName}):
 				r.fail(Invalid, CauseUnlinkedExec, "execution does not match the decision in receipt %d", j+1)
 			}
 		}

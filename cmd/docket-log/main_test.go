@@ -28,9 +28,9 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/docketlog/docket/c2sp"
-	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/log"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 // Binaries built once by TestMain. witnessBin and docketBin are empty when
@@ -606,8 +606,8 @@ func TestCrash(t *testing.T) {
 func TestSync(t *testing.T) {
 	tl := newTestLog(t)
 	project := t.TempDir()
-	st := client.Open(project)
-	if err := st.WriteConfig(client.Config{LogURL: "http://" + tl.addr, LogKey: tl.vkey}); err != nil {
+	st := store.Open(project)
+	if err := st.WriteConfig(store.Config{LogURL: "http://" + tl.addr, LogKey: tl.vkey}); err != nil {
 		t.Fatal(err)
 	}
 	priv, kf := receipts.GenerateKey()
@@ -617,7 +617,7 @@ func TestSync(t *testing.T) {
 	const n = 12
 	for _, session := range []string{"sess-a", "sess-b"} {
 		for range n / 2 {
-			_, err := st.Append(session, client.AppendOptions{}, func(l client.Link) ([]byte, error) {
+			_, err := st.Append(session, store.AppendOptions{}, func(l store.Link) ([]byte, error) {
 				return receipts.Sign(priv, receipts.Payload{Type: "protectmcp:decision", SessionID: session,
 					Sequence: l.Sequence, PreviousReceiptHash: l.Previous, HookEvent: "PreToolUse",
 					ToolName: "Read", Decision: "allow", Reason: "cedar_allow"})

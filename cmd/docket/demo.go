@@ -48,9 +48,9 @@ run from the Docket source tree, the demo builds them. Without them the demo
 stops after step 3 and verifies the local chain only.
 `
 
-func runDemo(args []string) int {
+func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, demoUsage) }
+	fs.Usage = func() { fmt.Fprint(stderr, demoUsage) }
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -60,14 +60,14 @@ func runDemo(args []string) int {
 	}
 	dir, err := os.MkdirTemp("", "docket-demo-")
 	if err != nil {
-		errorf("demo: %v", err)
+		errorf(stderr, "demo: %v", err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	if err := demo(ctx, os.Stdout, dir); err != nil {
-		errorf("demo: %v", err)
+	if err := demo(ctx, stdout, dir); err != nil {
+		errorf(stderr, "demo: %v", err)
 		return 1
 	}
 	return 0

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docketlog/docket/client"
+	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 const doctorUsage = `Usage:
@@ -38,26 +40,26 @@ Exit codes:
 // doctorSession is the session the synthetic denials are recorded in.
 const doctorSession = "docket-doctor"
 
-func runDoctor(args []string) int {
+func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("docket doctor", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, doctorUsage) }
+	fs.Usage = func() { fmt.Fprint(stderr, doctorUsage) }
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	project, err := client.ProjectDir()
+	project, err := store.ProjectDir()
 	if err != nil {
-		errorf("%v", err)
+		errorf(stderr, "%v", err)
 		return 2
 	}
-	s := client.Open(project)
+	s := store.Open(project)
 	ok := true
 	check := func(name string, err error, detail string) {
 		if err != nil {
 			ok = false
-			fmt.Printf("FAIL  %s: %v\n", name, err)
+			fmt.Fprintf(stdout, "FAIL  %s: %v\n", name, err)
 			return
 		}
-		fmt.Printf("ok    %s%s\n", name, detail)
+		fmt.Fprintf(stdout, "ok    %s%s\n", name, detail)
 	}
 
 	priv, err := receipts.LoadPrivateKey(s.KeyPath())
@@ -82,24 +84,22 @@ func runDoctor(args []string) int {
 		return ": no log configured (receipts stay local)"
 	}())
 
-	path := filepath.Join(project, ".claude", "settings.json")
-	settings, _, err := readSettings(path)
+	name, events, _ := hook.Claude.Installs()
+	path := filepath.Join(project, name)
+	settings, err := hook.ReadSettings(path)
 	if err != nil {
 		check("settings", err, "")
 		return 2
 	}
-	hooks, _ := settings["hooks"].(map[string]any)
-	for _, h := range hookEvents[1:] {
-		groups, _ := hooks[h.event].([]any)
-		if len(hookCommands(groups, "", string(h.kind))) == 0 {
-			fmt.Printf("warn  %s: no docket hook %s installed; executions or sessions go unrecorded\n", h.event, h.kind)
+	for _, h := range events[1:] {
+		if len(settings.Installed(h.Event, "", h.Kind)) == 0 {
+			fmt.Fprintf(stdout, "warn  %s: no docket hook %s installed; executions or sessions go unrecorded\n", h.Event, h.Kind)
 		}
 	}
-	groups, _ := hooks["PreToolUse"].([]any)
-	pre := hookCommands(groups, "Bash", "pre")
+	pre := settings.Installed(receipts.PreToolUse, "Bash", hook.Pre)
 	if len(pre) == 0 {
 		check("PreToolUse hook", fmt.Errorf("no docket hook pre for Bash in %s: the gate is not installed", rel(project, path)), "")
-		hintf("run docket init")
+		hintf(stderr, "run docket init")
 		return 2
 	}
 	for _, h := range pre {
@@ -110,10 +110,10 @@ func runDoctor(args []string) int {
 	}
 	if cgoBuild() {
 		// Every tool call starts the hook: see README "Performance".
-		fmt.Println("note  this docket is linked with libc (CGO_ENABLED=1); a static build starts each hook about 1.3 ms sooner")
-		hintf("CGO_ENABLED=0 go install github.com/docketlog/docket/cmd/docket@latest")
+		fmt.Fprintln(stdout, "note  this docket is linked with libc (CGO_ENABLED=1); a static build starts each hook about 1.3 ms sooner")
+		hintf(stderr, "CGO_ENABLED=0 go install github.com/docketlog/docket/cmd/docket@latest")
 	}
-	fmt.Println("the gate blocks")
+	fmt.Fprintln(stdout, "the gate blocks")
 	return 0
 }
 
@@ -135,12 +135,12 @@ func cgoBuild() bool {
 // probeHook runs an installed pre hook command as Claude Code does (sh -c,
 // JSON event on stdin, CLAUDE_PROJECT_DIR set, the hook's timeout) with a
 // call the gate must deny, and reports whether it blocked.
-func probeHook(project string, h settingsHook) error {
+func probeHook(project string, h hook.InstalledHook) error {
 	event, _ := json.Marshal(map[string]any{
 		"session_id":      doctorSession,
 		"transcript_path": filepath.Join(project, ".docket", "doctor.jsonl"),
 		"cwd":             project,
-		"hook_event_name": "PreToolUse",
+		"hook_event_name": receipts.PreToolUse,
 		"tool_name":       "Bash",
 		"tool_input":      map[string]any{"command": "rm -rf /", "description": "docket doctor: synthetic call the gate must deny"},
 		"tool_use_id":     fmt.Sprintf("docket-doctor-%d", time.Now().UnixNano()),

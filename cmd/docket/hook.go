@@ -9,12 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/docketlog/docket/client"
+	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/hook"
+	"github.com/docketlog/docket/store"
 )
 
 // processStart is when the process started, as near as Go lets us see it;
@@ -43,7 +43,8 @@ Options:
 Exit codes:
     0  pre: the call may run (or the user is asked); others: receipted
     1  post and session hooks: the event could not be receipted and was
-       kept in .docket/spool (a warning); it is receipted by a later hook
+       kept in .docket/spool, or in ~/.local/state/docket/spool when
+       .docket is full or read-only (a warning); a later hook receipts it
     2  pre: the call is denied, or the gate failed (fail closed)
 
 Environment:
@@ -54,40 +55,40 @@ Examples:
     docket hook pre -agent gemini < before-tool.json
 `
 
-func runHook(args []string) int {
+func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("docket hook", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	agentName := fs.String("agent", "claude", "")
 	deadline := fs.Duration("deadline", hook.DefaultDeadline, "")
 	// Failing to understand our own arguments blocks a pre hook too.
 	fail := func(format string, a ...any) int {
-		errorf(format, a...)
+		errorf(stderr, format, a...)
 		if len(args) > 0 && args[0] != string(hook.Pre) {
 			return hook.ExitWarning
 		}
 		return hook.ExitBlock
 	}
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-		fmt.Fprint(os.Stdout, hookUsage)
+		fmt.Fprint(stdout, hookUsage)
 		return 0
 	}
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, hookUsage)
+		fmt.Fprint(stderr, hookUsage)
 		return hook.ExitBlock
 	}
 	kind, err := hook.ParseKind(args[0])
 	if err != nil {
 		return fail("%v", err)
 	}
-	project, err := client.ProjectDir()
+	project, err := store.ProjectDir()
 	if err != nil {
 		return fail("hook %s: %v", kind, err)
 	}
-	store := client.Open(project)
-	var prep *hook.Prepared
+	st := store.Open(project)
+	var prep *gate.Prepared
 	if kind == hook.Pre {
 		// Start parsing the policy now: it is the slowest step.
-		prep = hook.Prepare(store)
+		prep = gate.Prepare(st)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return fail("hook %s: %v", kind, err)
@@ -101,17 +102,17 @@ func runHook(args []string) int {
 	}
 	home, _ := os.UserHomeDir()
 
-	ctx, stop, sigReady := signalContext()
+	ctx, stop, sigReady := signalContext(ctx)
 	defer stop()
 	opts := hook.Options{
-		Store:     store,
+		Store:     st,
 		Prepared:  prep,
 		Agent:     agent,
 		Kind:      kind,
 		Home:      home,
 		Start:     processStart,
 		Deadline:  *deadline,
-		StartSync: startSync,
+		StartSync: func(s *store.Store) { startSync(s, stderr) },
 	}
 	if path := os.Getenv("DOCKET_HOOK_LOG"); path != "" {
 		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
@@ -131,11 +132,11 @@ func runHook(args []string) int {
 	case "signal":
 		opts.Fault = func(string) {
 			<-sigReady
-			fmt.Fprintln(os.Stderr, "docket: test: waiting for a signal")
+			fmt.Fprintln(stderr, "docket: test: waiting for a signal")
 			time.Sleep(time.Hour)
 		}
 	}
-	return hook.Run(ctx, opts, os.Stdin, os.Stdout, os.Stderr)
+	return hook.Run(ctx, opts, stdin, stdout, stderr)
 }
 
 // signalContext is like signal.NotifyContext for SIGINT and SIGTERM, but
@@ -143,8 +144,8 @@ func runHook(args []string) int {
 // runtime starts its signal machinery) overlaps the hook's work.
 // ready is closed once the handler is in place; a signal before that ends
 // the process, as one before main would.
-func signalContext() (ctx context.Context, stop context.CancelFunc, ready <-chan struct{}) {
-	ctx, cancel := context.WithCancelCause(context.Background())
+func signalContext(parent context.Context) (ctx context.Context, stop context.CancelFunc, ready <-chan struct{}) {
+	ctx, cancel := context.WithCancelCause(parent)
 	c := make(chan os.Signal, 1)
 	r := make(chan struct{})
 	go func() {
@@ -164,13 +165,9 @@ func signalContext() (ctx context.Context, stop context.CancelFunc, ready <-chan
 // with no terminal, and does not wait for it. When a sync is already running
 // (it holds the store's sync lock) none is started: the running one rescans
 // the chains before it exits.
-func startSync(s *client.Store) {
-	if f, err := os.Open(filepath.Join(s.Dir, client.SyncLockFile)); err == nil {
-		busy := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil
-		f.Close()
-		if busy {
-			return
-		}
+func startSync(s *store.Store, stderr io.Writer) {
+	if s.Syncing() {
+		return
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -181,7 +178,7 @@ func startSync(s *client.Store) {
 	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+s.Project)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		warnf("starting docket sync: %v", err)
+		warnf(stderr, "starting docket sync: %v", err)
 		return
 	}
 	cmd.Process.Release()

@@ -51,7 +51,7 @@ func runKeygen(args []string) int {
 		return 2
 	}
 	if *logName != "" && *witnessName != "" {
-		errorf("keygen: give -log or -witness, not both")
+		errorf(os.Stderr, "keygen: give -log or -witness, not both")
 		return 2
 	}
 	if *logName != "" || *witnessName != "" {
@@ -64,7 +64,7 @@ func runKeygen(args []string) int {
 		return 0
 	}
 	if err := receipts.WriteKeyFile(*out, kf); err != nil {
-		errorf("keygen: %v", err)
+		errorf(os.Stderr, "keygen: %v", err)
 		return 1
 	}
 	pub, _ := receipts.ParsePublicKeyHex(kf.PublicKey)
@@ -77,12 +77,12 @@ func runKeygen(args []string) int {
 func noteKeygen(logName, witnessName, out string) int {
 	skey, vkey, err := c2sp.GenerateKey(logName + witnessName)
 	if err != nil {
-		errorf("keygen: %v", err)
+		errorf(os.Stderr, "keygen: %v", err)
 		return 2
 	}
 	if witnessName != "" {
 		if vkey, err = c2sp.CosignatureVKey(vkey); err != nil {
-			errorf("keygen: %v", err)
+			errorf(os.Stderr, "keygen: %v", err)
 			return 1
 		}
 	}
@@ -92,7 +92,7 @@ func noteKeygen(logName, witnessName, out string) int {
 		return 0
 	}
 	if err := c2sp.WriteKeyFiles(out, skey, vkey); err != nil {
-		errorf("keygen: %v", err)
+		errorf(os.Stderr, "keygen: %v", err)
 		return 1
 	}
 	fmt.Println(vkey)

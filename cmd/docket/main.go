@@ -4,9 +4,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 )
@@ -32,11 +34,16 @@ Exit codes:
     2  hook pre: the call is denied; verify: undecidable; other commands: error
 `
 
-// commands maps each subcommand to its implementation. A command returns
-// the process exit code.
-var commands = map[string]func(args []string) int{
-	"demo":   runDemo,
-	"keygen": runKeygen,
+// A command runs with its arguments and streams and returns the process
+// exit code.
+type command func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
+
+// commands maps each subcommand to its implementation.
+var commands = map[string]command{
+	"demo": runDemo,
+	"keygen": func(_ context.Context, args []string, _ io.Reader, _, _ io.Writer) int {
+		return runKeygen(args)
+	},
 	"verify": runVerify,
 	"init":   runInit,
 	"hook":   runHook,
@@ -46,42 +53,47 @@ var commands = map[string]func(args []string) int{
 }
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run runs the docket command line args (without the program name).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) < 1 {
+		fmt.Fprint(stderr, usage)
+		return 2
 	}
-	name := os.Args[1]
+	name := args[0]
 	if name == "-h" || name == "-help" || name == "--help" || name == "help" {
-		fmt.Fprint(os.Stdout, usage)
-		return
+		fmt.Fprint(stdout, usage)
+		return 0
 	}
-	run, ok := commands[name]
+	cmd, ok := commands[name]
 	if !ok {
 		names := make([]string, 0, len(commands))
 		for n := range commands {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		errorf("unknown command %q", name)
-		hintf("commands are %v", names)
-		os.Exit(2)
+		errorf(stderr, "unknown command %q", name)
+		hintf(stderr, "commands are %v", names)
+		return 2
 	}
-	os.Exit(run(os.Args[2:]))
+	return cmd(ctx, args[1:], stdin, stdout, stderr)
 }
 
-// errorf prints an error on stderr the way every docket command does.
-func errorf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "docket: error: "+format+"\n", args...)
+// errorf prints an error the way every docket command does.
+func errorf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "docket: error: "+format+"\n", args...)
 }
 
-// hintf prints a hint on stderr.
-func hintf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "docket: hint: "+format+"\n", args...)
+// hintf prints a hint.
+func hintf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "docket: hint: "+format+"\n", args...)
 }
 
-// warnf prints a warning on stderr.
-func warnf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "docket: warning: "+format+"\n", args...)
+// warnf prints a warning.
+func warnf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "docket: warning: "+format+"\n", args...)
 }
 
 // flagExit is the exit code for a command whose flags did not parse: 0

@@ -8,9 +8,10 @@ import (
 	"io"
 	"os"
 
-	"github.com/docketlog/docket/client"
+	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/policy"
+	"github.com/docketlog/docket/store"
 )
 
 const policyUsage = `Usage:
@@ -36,26 +37,26 @@ Exit codes:
     2  the policy does not load, or the event is unusable
 `
 
-func runPolicy(args []string) int {
+func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || (args[0] != "check" && args[0] != "eval") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-			fmt.Print(policyUsage)
+			fmt.Fprint(stdout, policyUsage)
 			return 0
 		}
-		fmt.Fprint(os.Stderr, policyUsage)
+		fmt.Fprint(stderr, policyUsage)
 		return 2
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("docket policy "+sub, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, policyUsage) }
+	fs.Usage = func() { fmt.Fprint(stderr, policyUsage) }
 	dir := fs.String("dir", "", "")
 	agentName := fs.String("agent", "claude", "")
 	if err := fs.Parse(args[1:]); err != nil {
 		return flagExit(err)
 	}
-	project, err := client.ProjectDir()
+	project, err := store.ProjectDir()
 	if err != nil {
-		errorf("%v", err)
+		errorf(stderr, "%v", err)
 		return 2
 	}
 	var eng *policy.Engine
@@ -63,50 +64,50 @@ func runPolicy(args []string) int {
 	case sub == "check" && fs.NArg() > 0:
 		eng, err = policy.LoadFiles(fs.Args()...)
 	case fs.NArg() > 0:
-		errorf("policy eval: unexpected arguments %q (the event is read on stdin)", fs.Args())
+		errorf(stderr, "policy eval: unexpected arguments %q (the event is read on stdin)", fs.Args())
 		return 2
 	case *dir != "":
 		eng, err = policy.LoadDir(*dir)
 	default:
-		eng, err = policy.LoadDir(client.Open(project).PolicyDir())
+		eng, err = policy.LoadDir(store.Open(project).PolicyDir())
 	}
 	if err != nil {
-		errorf("policy: %v", err)
-		hintf("every call is denied while the policy does not load")
+		errorf(stderr, "policy: %v", err)
+		hintf(stderr, "every call is denied while the policy does not load")
 		return 2
 	}
 	if sub == "check" {
 		sum := eng.Check()
-		fmt.Printf("policy_digest %s\n", sum.Digest)
+		fmt.Fprintf(stdout, "policy_digest %s\n", sum.Digest)
 		for _, f := range sum.Files {
-			fmt.Printf("file %s\n", f)
+			fmt.Fprintf(stdout, "file %s\n", f)
 		}
-		fmt.Printf("policies %d (%d permit, %d forbid)\n", len(sum.Policies), sum.Permits, sum.Forbids)
+		fmt.Fprintf(stdout, "policies %d (%d permit, %d forbid)\n", len(sum.Policies), sum.Permits, sum.Forbids)
 		for _, id := range sum.Policies {
-			fmt.Printf("id %s\n", id)
+			fmt.Fprintf(stdout, "id %s\n", id)
 		}
 		for _, id := range sum.Ask {
-			fmt.Printf("ask %s\n", id)
+			fmt.Fprintf(stdout, "ask %s\n", id)
 		}
 		for _, a := range sum.UndeclaredActions {
-			warnf("action %q is not in the agent schema; it is treated as a tool name (a typo?)", a)
+			warnf(stderr, "action %q is not in the agent schema; it is treated as a tool name (a typo?)", a)
 		}
 		return 0
 	}
 
 	agent, err := hook.ParseAgent(*agentName)
 	if err != nil {
-		errorf("policy eval: %v", err)
+		errorf(stderr, "policy eval: %v", err)
 		return 2
 	}
-	data, err := io.ReadAll(io.LimitReader(os.Stdin, hook.MaxInput+1))
+	data, err := io.ReadAll(io.LimitReader(stdin, hook.MaxInput+1))
 	if err != nil {
-		errorf("policy eval: reading stdin: %v", err)
+		errorf(stderr, "policy eval: reading stdin: %v", err)
 		return 2
 	}
 	ev, err := hook.ParseEvent(agent, hook.Pre, data, project)
 	if err != nil {
-		errorf("policy eval: %v", err)
+		errorf(stderr, "policy eval: %v", err)
 		return 2
 	}
 	home, _ := os.UserHomeDir()
@@ -123,17 +124,17 @@ func runPolicy(args []string) int {
 		PolicyDigest string       `json:"policy_digest"`
 		Calls        []callResult `json:"calls"`
 	}{PolicyDigest: eng.Digest()}
-	d := hook.Decide(context.Background(), eng, ev, project, home)
+	d := gate.Evaluate(ctx, eng, ev.Calls, project, home)
 	out.Decision, out.Reason, out.Message, out.PolicyIDs = d.Decision, d.Reason, d.Message, d.PolicyIDs
 	for _, c := range ev.Calls {
 		c.ProjectDir, c.Home = project, home
-		out.Calls = append(out.Calls, callResult{ToolName: c.ToolName, ToolInput: c.ToolInput, Decision: eng.Decide(context.Background(), c)})
+		out.Calls = append(out.Calls, callResult{ToolName: c.ToolName, ToolInput: c.ToolInput, Decision: eng.Decide(ctx, c)})
 	}
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(out); err != nil {
-		errorf("policy eval: %v", err)
+		errorf(stderr, "policy eval: %v", err)
 		return 2
 	}
 	return 0

@@ -5,14 +5,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/hook"
+	"github.com/docketlog/docket/store"
 )
 
 const syncUsage = `Usage:
@@ -37,9 +38,9 @@ Exit codes:
     2  usage or configuration error
 `
 
-func runSync(args []string) int {
+func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("sync", flag.ContinueOnError)
-	fl.Usage = func() { fmt.Fprint(os.Stderr, syncUsage) }
+	fl.Usage = func() { fmt.Fprint(stderr, syncUsage) }
 	dir := fl.String("dir", "", "")
 	timeout := fl.Duration("timeout", 2*time.Minute, "")
 	tokenEnv := fl.String("token-env", "", "")
@@ -48,68 +49,69 @@ func runSync(args []string) int {
 		return flagExit(err)
 	}
 	if fl.NArg() > 0 {
-		errorf("sync: unexpected arguments %q", fl.Args())
+		errorf(stderr, "sync: unexpected arguments %q", fl.Args())
 		return 2
 	}
 	project := *dir
 	if project == "" {
-		p, err := client.ProjectDir()
+		p, err := store.ProjectDir()
 		if err != nil {
-			errorf("%v", err)
+			errorf(stderr, "%v", err)
 			return 2
 		}
 		project = p
 	}
-	opts := client.SyncOptions{}
+	opts := store.SyncOptions{}
 	if *tokenEnv != "" {
 		opts.Token = os.Getenv(*tokenEnv)
 		if opts.Token == "" {
-			errorf("sync: environment variable %s is empty", *tokenEnv)
+			errorf(stderr, "sync: environment variable %s is empty", *tokenEnv)
 			return 2
 		}
 	}
 	if *verbose {
-		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	store := client.Open(project)
+	st := store.Open(project)
 	// Events a hook had to spool are receipted first, so they are synced too.
 	home, _ := os.UserHomeDir()
-	if n, err := hook.DrainSpool(store, home); err != nil {
-		warnf("spooled events: %v", err)
-	} else if n > 0 {
-		fmt.Printf("receipted %d spooled events\n", n)
+	opts.Receipt = hook.Receipter(st, home)
+	res, err := st.Sync(ctx, opts)
+	if res.SpoolErr != nil {
+		warnf(stderr, "spooled events: %v", res.SpoolErr)
+	} else if res.Receipted > 0 {
+		fmt.Fprintf(stdout, "receipted %d spooled events\n", res.Receipted)
 	}
-	res, err := store.Sync(ctx, opts)
 	if res.Stored > 0 {
-		fmt.Printf("stored %d proofs\n", res.Stored)
+		fmt.Fprintf(stdout, "stored %d proofs\n", res.Stored)
 	}
 	for _, e := range res.Errors {
-		errorf("%v", e)
+		errorf(stderr, "%v", e)
 	}
 	switch {
-	case errors.Is(err, client.ErrNoLog):
-		errorf("%v", err)
+	case errors.Is(err, store.ErrNoLog):
+		errorf(stderr, "%v", err)
 		return 2
 	case err != nil && res.Pending == 0:
-		errorf("%v", err)
+		errorf(stderr, "%v", err)
 		return 2
 	case res.Pending > 0:
 		if err != nil {
-			errorf("%v", err)
+			errorf(stderr, "%v", err)
 		}
-		warnf("%d receipts are still pending", res.Pending)
-		hintf("run docket sync again when the log is reachable; nothing is lost")
+		warnf(stderr, "%d receipts are still pending", res.Pending)
+		hintf(stderr, "run docket sync again when the log is reachable; nothing is lost")
 		return 1
 	case len(res.Errors) > 0:
 		return 1
 	}
 	if res.Stored == 0 {
-		fmt.Println("nothing pending")
+		fmt.Fprintln(stdout, "nothing pending")
 	}
 	return 0
 }

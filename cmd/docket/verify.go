@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -11,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/docketlog/docket/c2sp"
-	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 const verifyUsage = `Usage:
@@ -62,9 +63,9 @@ type fileResult struct {
 	err      error // the file could not be read: undecidable
 }
 
-func runVerify(args []string) int {
+func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, verifyUsage) }
+	fs.Usage = func() { fmt.Fprint(stderr, verifyUsage) }
 	keyHex := fs.String("key", "", "")
 	jwksFile := fs.String("jwks", "", "")
 	keyFile := fs.String("key-file", "", "")
@@ -80,17 +81,17 @@ func runVerify(args []string) int {
 		return flagExit(err)
 	}
 	if fs.NArg() == 0 {
-		errorf("verify: no files given")
-		hintf("docket verify -key-file .docket/issuer.key .docket/sessions/*.jsonl")
+		errorf(stderr, "verify: no files given")
+		hintf(stderr, "docket verify -key-file .docket/issuer.key .docket/sessions/*.jsonl")
 		return 2
 	}
 	keys, err := loadKeys(*keyHex, *jwksFile, *keyFile)
 	if err != nil {
-		errorf("verify: %v", err)
+		errorf(stderr, "verify: %v", err)
 		return 2
 	}
 	if keys == nil {
-		warnf("no trusted key given (-key, -jwks or -key-file): every receipt is undecidable")
+		warnf(stderr, "no trusted key given (-key, -jwks or -key-file): every receipt is undecidable")
 	}
 	opts.Keys = keys
 	var proofs *c2sp.ProofVerifier
@@ -98,16 +99,16 @@ func runVerify(args []string) int {
 		var policy []byte
 		if *witnessPolicy != "" {
 			if policy, err = os.ReadFile(*witnessPolicy); err != nil {
-				errorf("verify: %v", err)
+				errorf(stderr, "verify: %v", err)
 				return 2
 			}
 		}
 		if proofs, err = c2sp.NewProofVerifier(*logKey, policy); err != nil {
-			errorf("verify: %v", err)
+			errorf(stderr, "verify: %v", err)
 			return 2
 		}
 	} else if *witnessPolicy != "" || *proofsDir != "" {
-		errorf("verify: -witness-policy and -proofs need -log-key")
+		errorf(stderr, "verify: -witness-policy and -proofs need -log-key")
 		return 2
 	}
 	files := make([]fileResult, fs.NArg())
@@ -117,7 +118,7 @@ func runVerify(args []string) int {
 			checkProofs(&files[i], proofs, *proofsDir)
 		}
 	}
-	w := bufio.NewWriter(os.Stdout)
+	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	return report(w, files, *asJSON, *strict)
 }
@@ -185,7 +186,7 @@ func checkProofs(f *fileResult, v *c2sp.ProofVerifier, dir string) {
 	}
 	if dir == "" {
 		base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f.name), ".jsonl"), ".json")
-		dir = filepath.Join(filepath.Dir(filepath.Dir(f.name)), client.ProofsDir, base)
+		dir = filepath.Join(filepath.Dir(filepath.Dir(f.name)), store.ProofsDir, base)
 	}
 	f.logIndex = make([]int64, len(f.results))
 	for i := range f.results {

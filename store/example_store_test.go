@@ -1,21 +1,21 @@
-package client_test
+package store_test
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 // Appending signed receipts to a session chain and reading them back.
 func ExampleStore_Append() {
 	dir, _ := os.MkdirTemp("", "docket-example-")
 	defer os.RemoveAll(dir)
-	s := client.Open(dir)
+	s := store.Open(dir)
 	key, _ := receipts.GenerateKey()
 	for _, decision := range []string{receipts.Allow, receipts.Deny} {
-		head, err := s.Append("session-1", client.AppendOptions{}, func(l client.Link) ([]byte, error) {
+		head, err := s.Append("session-1", store.AppendOptions{}, func(l store.Link) ([]byte, error) {
 			return receipts.Sign(key, receipts.Payload{
 				Type: receipts.TypeDecision, SessionID: "session-1", Sequence: l.Sequence,
 				PreviousReceiptHash: l.Previous, HookEvent: "PreToolUse", ToolName: "Bash", Decision: decision,

@@ -1,4 +1,4 @@
-package client
+package store
 
 import (
 	"crypto/ed25519"
@@ -259,29 +259,5 @@ func TestExecutionLinkScan(t *testing.T) {
 	}
 	if r := results[154]; r.Outcome != receipts.Invalid || r.Cause != receipts.CauseUnlinkedExec {
 		t.Errorf("VerifyChain: receipt 155 = %v %s, want invalid unlinked_execution", r.Outcome, r.Cause)
-	}
-}
-
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "sub", "settings.json")
-	for _, tt := range []struct {
-		data string
-		perm os.FileMode
-	}{{"first", 0o644}, {"second, longer", 0o600}} {
-		if err := WriteFileAtomic(path, []byte(tt.data), tt.perm); err != nil {
-			t.Fatalf("WriteFileAtomic(%q) = %v", tt.data, err)
-		}
-		got, err := os.ReadFile(path)
-		if err != nil || string(got) != tt.data {
-			t.Fatalf("after WriteFileAtomic(%q): %q, %v", tt.data, got, err)
-		}
-		if fi, _ := os.Stat(path); fi.Mode().Perm() != tt.perm {
-			t.Fatalf("mode = %v, want %v", fi.Mode().Perm(), tt.perm)
-		}
-	}
-	ents, _ := os.ReadDir(filepath.Dir(path))
-	if len(ents) != 1 {
-		t.Fatalf("directory holds %d files after two writes, want 1 (no temporary files left)", len(ents))
 	}
 }

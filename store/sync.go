@@ -1,4 +1,4 @@
-package client
+package store
 
 import (
 	"bytes"
@@ -16,12 +16,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -50,6 +50,9 @@ type SyncOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Logger receives one line per failed attempt; nil discards.
 	Logger *slog.Logger
+	// Receipt, if set, receipts the spooled hook events (see DrainSpool)
+	// before anything is submitted, so that they are synced too.
+	Receipt func(SpooledEvent) error
 }
 
 // SyncResult counts what one Sync did.
@@ -60,6 +63,10 @@ type SyncResult struct {
 	Pending int
 	// Errors are the receipts that failed, with their causes.
 	Errors []error
+	// Receipted is the number of spooled events receipted first, and
+	// SpoolErr why the others were not (see SyncOptions.Receipt).
+	Receipted int
+	SpoolErr  error
 }
 
 // pendingReceipt is a receipt without a stored proof.
@@ -78,6 +85,9 @@ type pendingReceipt struct {
 // pass, returning when nothing is pending or nothing more can be done.
 func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) {
 	var res SyncResult
+	if opts.Receipt != nil {
+		res.Receipted, res.SpoolErr = s.DrainSpool(-1, opts.Receipt)
+	}
 	cfg, err := s.LoadConfig()
 	if err != nil {
 		return res, err
@@ -208,11 +218,11 @@ func (s *Store) lockSync(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("sync lock: %w", err)
 	}
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
+		ok, err := durable.TryLock(f)
+		if ok {
 			return func() { f.Close() }, nil
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("sync lock: %w", err)
 		}
@@ -223,6 +233,18 @@ func (s *Store) lockSync(ctx context.Context) (func(), error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// Syncing reports whether a `docket sync` is running in the store (it holds
+// the sync lock). It does not wait.
+func (s *Store) Syncing() bool {
+	f, err := os.Open(filepath.Join(s.Dir, SyncLockFile))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	ok, _ := durable.TryRLock(f)
+	return !ok
 }
 
 type submitter struct {
@@ -249,7 +271,7 @@ func (sub *submitter) deliver(ctx context.Context, p pendingReceipt) error {
 				// misconfigured; do not store it, do not hammer it.
 				return fmt.Errorf("log answered with a proof that does not verify: %w", err)
 			}
-			return WriteFileAtomic(sub.store.ProofPath(p.session, p.sequence), proofText, 0o600)
+			return durable.WriteFile(sub.store.ProofPath(p.session, p.sequence), proofText, 0o600)
 		}
 		if errors.Is(err, ErrRejected) {
 			return err

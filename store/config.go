@@ -1,4 +1,4 @@
-package client
+package store
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/docketlog/docket/internal/durable"
 )
 
 // Config is the client configuration kept in .docket/config.json, written
@@ -99,14 +101,7 @@ func (s *Store) WriteConfig(c Config) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return fmt.Errorf("writing config: %w", err)
-	}
-	tmp := s.ConfigPath() + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing config: %w", err)
-	}
-	if err := os.Rename(tmp, s.ConfigPath()); err != nil {
+	if err := durable.WriteFile(s.ConfigPath(), append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing config: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-// Package client implements the project side of Docket (DESIGN §5): the local
+// Package store implements the project side of Docket (DESIGN §5): the local
 // store under <project>/.docket that holds the issuer key, the policy, the
 // per-session receipt chains, the proofs returned by the log and the spool of
 // hook events that could not be receipted, plus the client configuration.
@@ -10,7 +10,7 @@
 // The head of each chain (last sequence and chain hash) is kept in a small
 // state file, so an append costs the same however long the chain is; the
 // head is recovered from the chain's last line when it is lost or stale.
-package client
+package store
 
 import (
 	"bytes"
@@ -26,9 +26,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -254,7 +254,7 @@ func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]b
 		return Head{}, fmt.Errorf("appending receipt: %w", err)
 	}
 	defer f.Close()
-	if err := flock(f); err != nil {
+	if err := durable.Lock(f); err != nil {
 		return Head{}, fmt.Errorf("locking chain: %w", err)
 	}
 	// The lock is released when f is closed.
@@ -292,13 +292,13 @@ func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]b
 		f.Truncate(st.Size) // best effort: never leave half a receipt
 		return Head{}, fmt.Errorf("appending receipt: %w", err)
 	}
-	if err := datasync(f); err != nil {
+	if err := durable.Datasync(f); err != nil {
 		return Head{}, fmt.Errorf("appending receipt: %w", err)
 	}
 	if st.Size == 0 {
 		// A new chain: make its directory entries durable too.
 		for _, dir := range []string{filepath.Join(s.Dir, SessionsDir), s.Dir} {
-			if err := syncDir(dir); err != nil {
+			if err := durable.SyncDir(dir); err != nil {
 				return Head{}, fmt.Errorf("appending receipt: %w", err)
 			}
 		}
@@ -309,16 +309,6 @@ func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]b
 	// the chain. A failure to write it costs the next append a recovery.
 	_ = writeHead(hf, st)
 	return st, nil
-}
-
-// syncDir fsyncs a directory, making the entries created in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // openCreate opens a file of the store for reading and writing, creating it
@@ -344,7 +334,7 @@ func (s *Store) Head(session string) (Head, error) {
 		return Head{}, err
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
+	if err := durable.RLock(f); err != nil {
 		return Head{}, fmt.Errorf("locking chain: %w", err)
 	}
 	fi, err := f.Stat()
@@ -352,15 +342,6 @@ func (s *Store) Head(session string) (Head, error) {
 		return Head{}, err
 	}
 	return s.recoverHead(f, fi.Size(), false)
-}
-
-func flock(f *os.File) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			return err
-		}
-	}
 }
 
 // readHead returns the head state of a chain whose file (locked, of the
@@ -492,7 +473,7 @@ func matchDecision(line []byte, key, session string, consumed map[string]bool) *
 		consumed[p.DecisionReceiptHash] = true
 		return nil
 	}
-	if p.HookEvent != "PreToolUse" || (p.Decision != receipts.Allow && p.Decision != receipts.RequireApproval) {
+	if !(receipts.Step{HookEvent: p.HookEvent, Decision: p.Decision}).Executable() {
 		return nil
 	}
 	if !(p.ToolUseID != "" && p.ToolUseID == key) && CallKey(session, p.ToolName, p.ToolInputHash) != key {
@@ -534,39 +515,4 @@ func writeHead(hf *os.File, st Head) error {
 		return hf.Truncate(int64(n))
 	}
 	return nil
-}
-
-// WriteFileAtomic replaces path with data, durably: it writes a temporary
-// file in the same directory (created if missing, mode 0700), fsyncs it,
-// gives it mode perm, renames it over path and fsyncs the directory. A
-// crash leaves the old file or the new one, never a torn one.
-func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // fails harmlessly after the rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
 }

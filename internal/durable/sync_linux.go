@@ -1,13 +1,13 @@
-package client
+package durable
 
 import (
 	"os"
 	"syscall"
 )
 
-// datasync flushes a file's data and the metadata needed to read it back
+// Datasync flushes a file's data and the metadata needed to read it back
 // (its size), not its timestamps: an append's durability point.
-func datasync(f *os.File) error {
+func Datasync(f *os.File) error {
 	for {
 		err := syscall.Fdatasync(int(f.Fd()))
 		if err != syscall.EINTR {

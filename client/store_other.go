@@ -1,8 +1,0 @@
-//go:build !linux
-
-package client
-
-import "os"
-
-// datasync flushes a file to stable storage.
-func datasync(f *os.File) error { return f.Sync() }

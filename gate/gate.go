@@ -1,0 +1,237 @@
+// Package gate is the agent gate of Docket (DESIGN §1, §3.1): it decides a
+// tool call with the project's Cedar policy, signs the decision into the
+// session's receipt chain, and records the execution of the call, linked
+// to its decision, or a session's start and end.
+//
+// The gate knows nothing of an agent's protocol: package hook parses the
+// agents' events, maps them to [Call] and [Event], and turns decisions into
+// exit codes; an MCP proxy uses the gate the same way.
+package gate
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/docketlog/docket/policy"
+	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
+)
+
+// Gate decides and records the tool calls of one project.
+type Gate struct {
+	Store *store.Store
+	// Engine is the project's policy. When it could not be loaded, Engine
+	// is nil and PolicyErr says why: every call is then denied, and the
+	// deny is signed (reason gate_error).
+	Engine    *policy.Engine
+	PolicyErr error
+	// Key is the issuer key receipts are signed with.
+	Key ed25519.PrivateKey
+	// Home is the user's home directory, for "~" in policies.
+	Home string
+}
+
+// Call is a tool call to decide.
+type Call struct {
+	SessionID string
+	// Agent is the agent's name in receipts (claude-code, gemini-cli, codex).
+	Agent string
+	// ToolName is the tool as the agent names it (recorded in receipts).
+	ToolName  string
+	ToolUseID string
+	// ToolInputHash is "sha256:" + hex SHA-256 of JCS(tool_input).
+	ToolInputHash string
+	// Requests are what the policy decides: the call mapped to Claude Code
+	// tool names and inputs, one or more; all of them must be allowed.
+	Requests []policy.Call
+	// Start is when handling the call started; hook_latency_ms is measured
+	// from it. Zero means when Decide is called.
+	Start time.Time
+}
+
+// Decision is a signed decision.
+type Decision struct {
+	policy.Decision
+	// PolicyDigest is the digest of the policy that decided, "" when the
+	// policy could not be loaded.
+	PolicyDigest string
+	// Sequence is the decision receipt's place in the session chain.
+	Sequence int64
+	// Receipt is the signed decision receipt (JCS bytes) as appended.
+	Receipt []byte
+}
+
+// Decide decides a call with the policy, signs the decision and appends it
+// to the session chain. A call is only allowed once its allow is recorded:
+// any error (ctx ending, the chain that cannot be written) means the call
+// must not run.
+func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
+	if c.Start.IsZero() {
+		c.Start = time.Now()
+	}
+	var d Decision
+	if g.PolicyErr != nil || g.Engine == nil {
+		d.Decision = policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
+			Message: fmt.Sprintf("policy: %v (fix it, then run docket policy check)", g.PolicyErr)}
+	} else {
+		d.PolicyDigest = g.Engine.Digest()
+		d.Decision = Evaluate(ctx, g.Engine, c.Requests, g.Store.Project, g.Home)
+	}
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
+	head, err := g.Store.Append(c.SessionID, store.AppendOptions{}, func(l store.Link) ([]byte, error) {
+		latency := time.Since(c.Start).Milliseconds()
+		rec, err := receipts.Sign(g.Key, receipts.Payload{
+			Type:                receipts.TypeDecision,
+			SessionID:           c.SessionID,
+			Sequence:            l.Sequence,
+			PreviousReceiptHash: l.Previous,
+			HookEvent:           receipts.PreToolUse,
+			Agent:               c.Agent,
+			ToolName:            c.ToolName,
+			ToolUseID:           c.ToolUseID,
+			ToolInputHash:       c.ToolInputHash,
+			Decision:            d.Decision.Decision,
+			Reason:              d.Reason,
+			PolicyDigest:        d.PolicyDigest,
+			PolicyIDs:           d.PolicyIDs,
+			HookLatencyMs:       &latency,
+		})
+		d.Receipt = rec
+		return rec, err
+	})
+	if err != nil {
+		return Decision{}, fmt.Errorf("recording the decision: %w", err)
+	}
+	d.Sequence = head.Sequence
+	return d, nil
+}
+
+// Evaluate asks the policy about every request of a call, with the given
+// project root and home directory. The strictest answer wins (deny over
+// require_approval over allow); its policy IDs are those of every request
+// that answered the same. A call with no requests is denied.
+func Evaluate(ctx context.Context, eng *policy.Engine, requests []policy.Call, project, home string) policy.Decision {
+	rank := func(d string) int {
+		switch d {
+		case policy.Allow:
+			return 0
+		case policy.RequireApproval:
+			return 1
+		}
+		return 2
+	}
+	out := policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError, Message: "the call maps to no request"}
+	var ids []string
+	for i, c := range requests {
+		c.ProjectDir, c.Home = project, home
+		d := eng.Decide(ctx, c)
+		if rank(d.Decision) == 2 {
+			d.Decision = policy.Deny
+		}
+		switch {
+		case i == 0 || rank(d.Decision) > rank(out.Decision):
+			out, ids = d, slices.Clone(d.PolicyIDs)
+		case rank(d.Decision) == rank(out.Decision):
+			ids = append(ids, d.PolicyIDs...)
+		}
+	}
+	slices.Sort(ids)
+	out.PolicyIDs = slices.Compact(ids)
+	return out
+}
+
+// Event is something that happened after a decision: a tool call ran
+// (receipts.PostToolUse, receipts.PostToolUseFailure), or a session started
+// or ended (receipts.SessionStart, receipts.SessionEnd).
+type Event struct {
+	HookEvent string
+	SessionID string
+	Agent     string
+	// The call that ran, for executions; see Call.
+	ToolName, ToolUseID, ToolInputHash string
+	// ToolOutputHash is the same construction as ToolInputHash over the
+	// tool's response or error.
+	ToolOutputHash string
+	// Start is when handling the event started. Zero means when Record is called.
+	Start time.Time
+}
+
+// Recorded is what Record appended.
+type Recorded struct {
+	Sequence int64
+	// Unlinked is set for an execution with no decision in the chain to
+	// link to: the tool ran ungated. It is recorded as such
+	// (receipts.ReasonUnlinked), never given an invented link.
+	Unlinked bool
+	Receipt  []byte
+}
+
+// Record signs an event into its session chain. An execution is linked to
+// the latest decision of the same call that no execution links to yet
+// (receipts.Step.Executes).
+func (g *Gate) Record(e Event) (Recorded, error) {
+	if e.Start.IsZero() {
+		e.Start = time.Now()
+	}
+	exec := receipts.Step{HookEvent: e.HookEvent, ToolName: e.ToolName}
+	var opts store.AppendOptions
+	if exec.IsExecution() {
+		opts.Executes = e.ToolUseID
+		if opts.Executes == "" {
+			opts.Executes = store.CallKey(e.SessionID, e.ToolName, e.ToolInputHash)
+		}
+	}
+	var r Recorded
+	head, err := g.Store.Append(e.SessionID, opts, func(l store.Link) ([]byte, error) {
+		p := receipts.Payload{
+			SessionID:           e.SessionID,
+			Sequence:            l.Sequence,
+			PreviousReceiptHash: l.Previous,
+			HookEvent:           e.HookEvent,
+			Agent:               e.Agent,
+		}
+		switch e.HookEvent {
+		case receipts.SessionStart:
+			p.Type, p.LifecycleEvent = receipts.TypeLifecycle, receipts.LifecycleSessionStart
+		case receipts.SessionEnd:
+			p.Type, p.LifecycleEvent = receipts.TypeLifecycle, receipts.LifecycleSessionEnd
+		default:
+			p.Type = receipts.TypeDecision
+			p.ToolName, p.ToolUseID = e.ToolName, e.ToolUseID
+			p.ToolInputHash, p.ToolOutputHash = e.ToolInputHash, e.ToolOutputHash
+			p.Reason = receipts.ReasonExecuted
+			if e.HookEvent == receipts.PostToolUseFailure {
+				p.Reason = receipts.ReasonExecutionFailed
+			}
+			r.Unlinked = true
+			if d := l.Decision; d != nil {
+				exec.Decision = d.Decision
+				r.Unlinked = !exec.Executes(receipts.Step{HookEvent: receipts.PreToolUse, Decision: d.Decision, ToolName: d.ToolName})
+			}
+			if r.Unlinked {
+				p.Reason = receipts.ReasonUnlinked
+			} else {
+				p.Decision, p.DecisionReceiptHash = l.Decision.Decision, l.Decision.Hash
+				if l.Decision.IssuedAt > 0 {
+					dur := max(0, time.Now().UnixMilli()-l.Decision.IssuedAt)
+					p.ToolDurationMs = &dur
+				}
+			}
+		}
+		latency := time.Since(e.Start).Milliseconds()
+		p.HookLatencyMs = &latency
+		rec, err := receipts.Sign(g.Key, p)
+		r.Receipt = rec
+		return rec, err
+	})
+	if err != nil {
+		return Recorded{}, err
+	}
+	r.Sequence = head.Sequence
+	return r, nil
+}

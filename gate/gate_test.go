@@ -1,0 +1,143 @@
+package gate_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/docketlog/docket/gate"
+	"github.com/docketlog/docket/policy"
+	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
+)
+
+func newGate(t *testing.T) *gate.Gate {
+	t.Helper()
+	eng, err := policy.LoadDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &gate.Gate{Store: store.Open(t.TempDir()), Engine: eng, Key: priv, Home: "/nonexistent/home"}
+}
+
+// bash is a Claude Code Bash call run in the gate's project.
+func bash(g *gate.Gate, id, cmd string) gate.Call {
+	in, _ := json.Marshal(map[string]string{"command": cmd})
+	return gate.Call{SessionID: "s", Agent: "claude-code", ToolName: "Bash", ToolUseID: id, ToolInputHash: "sha256:" + cmd,
+		Requests: []policy.Call{{Agent: "claude", ToolName: "Bash", ToolInput: in, Cwd: g.Store.Project}}}
+}
+
+// payloads verifies the session chain and returns its payloads.
+func payloads(t *testing.T, g *gate.Gate) []receipts.Payload {
+	t.Helper()
+	lines, err := g.Store.Receipts("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := g.Key.Public().(ed25519.PublicKey)
+	out := make([]receipts.Payload, len(lines))
+	for i, r := range receipts.VerifyChain(lines, receipts.Options{Keys: receipts.PinnedKey(pub), SessionID: "s"}) {
+		var env struct{ Payload receipts.Payload }
+		if err := json.Unmarshal(lines[i], &env); err != nil {
+			t.Fatal(err)
+		}
+		out[i] = env.Payload
+		if r.Outcome != receipts.Valid {
+			t.Logf("receipt %d: %v %s: %s", i+1, r.Outcome, r.Cause, r.Detail)
+			out[i].Reason = "verify:" + r.Cause
+		}
+	}
+	return out
+}
+
+func TestDecideAndRecord(t *testing.T) {
+	g := newGate(t)
+	ctx := t.Context()
+	d, err := g.Decide(ctx, bash(g, "t1", "go test ./..."))
+	if err != nil || d.Decision.Decision != policy.Allow || d.Sequence != 1 || d.PolicyDigest != g.Engine.Digest() || len(d.Receipt) == 0 {
+		t.Fatalf("Decide(go test) = %+v, %v; want an allow recorded at 1", d, err)
+	}
+	if d, err := g.Decide(ctx, bash(g, "t2", "ls; rm -rf /")); err != nil || d.Decision.Decision != policy.Deny || d.Sequence != 2 {
+		t.Fatalf("Decide(rm -rf /) = %+v, %v; want a deny recorded at 2", d, err)
+	}
+	r, err := g.Record(gate.Event{HookEvent: receipts.PostToolUse, SessionID: "s", Agent: "claude-code", ToolName: "Bash", ToolUseID: "t1", ToolOutputHash: "sha256:out"})
+	if err != nil || r.Unlinked || r.Sequence != 3 {
+		t.Fatalf("Record(execution of t1) = %+v, %v; want linked at 3", r, err)
+	}
+	// The denied call ran anyway: recorded, unlinked.
+	r, err = g.Record(gate.Event{HookEvent: receipts.PostToolUse, SessionID: "s", Agent: "claude-code", ToolName: "Bash", ToolUseID: "t2"})
+	if err != nil || !r.Unlinked {
+		t.Fatalf("Record(execution of denied t2) = %+v, %v; want unlinked", r, err)
+	}
+	if _, err := g.Record(gate.Event{HookEvent: receipts.SessionEnd, SessionID: "s", Agent: "claude-code"}); err != nil {
+		t.Fatal(err)
+	}
+	pl := payloads(t, g)
+	if len(pl) != 5 {
+		t.Fatalf("chain holds %d receipts, want 5", len(pl))
+	}
+	if pl[2].DecisionReceiptHash == "" || pl[2].Decision != policy.Allow || pl[2].Reason != receipts.ReasonExecuted {
+		t.Errorf("execution of t1 = %+v, want linked to the allow, reason executed", pl[2])
+	}
+	if pl[3].Reason != "verify:"+receipts.CauseUnlinkedExec || pl[3].DecisionReceiptHash != "" {
+		t.Errorf("execution of t2 = %+v, want unlinked, and invalid to the verifier", pl[3])
+	}
+	if pl[4].Type != receipts.TypeLifecycle || pl[4].LifecycleEvent != receipts.LifecycleSessionEnd {
+		t.Errorf("session end = %+v", pl[4])
+	}
+}
+
+// An execution whose call (same tool_use_id) names another tool than its
+// decision does not execute it: the gate leaves it unlinked rather than
+// write a link the verifier refuses.
+func TestRecordOtherTool(t *testing.T) {
+	g := newGate(t)
+	if _, err := g.Decide(t.Context(), bash(g, "t1", "go test ./...")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := g.Record(gate.Event{HookEvent: receipts.PostToolUseFailure, SessionID: "s", ToolName: "Write", ToolUseID: "t1"})
+	if err != nil || !r.Unlinked {
+		t.Fatalf("Record(Write as t1) = %+v, %v; want unlinked", r, err)
+	}
+}
+
+// A gate whose policy did not load denies every call, and signs the deny.
+func TestDecidePolicyError(t *testing.T) {
+	g := newGate(t)
+	g.Engine, g.PolicyErr = nil, errors.New("policy/x.cedar: parse error")
+	d, err := g.Decide(t.Context(), bash(g, "t1", "go test ./..."))
+	if err != nil || d.Decision.Decision != policy.Deny || d.Reason != policy.ReasonGateError || d.PolicyDigest != "" || d.Sequence != 1 {
+		t.Fatalf("Decide with a broken policy = %+v, %v; want a recorded gate_error deny", d, err)
+	}
+}
+
+// A call whose context ended is not recorded, and so not allowed.
+func TestDecideCanceled(t *testing.T) {
+	g := newGate(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if d, err := g.Decide(ctx, bash(g, "t1", "go test ./...")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Decide after cancel = %+v, %v; want context.Canceled", d, err)
+	}
+	if head, err := g.Store.Head("s"); err != nil || head.Sequence != 0 {
+		t.Fatalf("head after a canceled Decide = %+v, %v; want an empty chain", head, err)
+	}
+}
+
+func TestEvaluateStrictest(t *testing.T) {
+	g := newGate(t)
+	c := bash(g, "", "go test ./...")
+	c.Requests = append(c.Requests, bash(g, "", "git push origin main").Requests...)
+	if d := gate.Evaluate(t.Context(), g.Engine, c.Requests, g.Store.Project, g.Home); d.Decision != policy.RequireApproval {
+		t.Errorf("Evaluate(allow, ask) = %s, want require_approval", d.Decision)
+	}
+	if d := gate.Evaluate(t.Context(), g.Engine, nil, g.Store.Project, g.Home); d.Decision != policy.Deny || d.Reason != policy.ReasonGateError {
+		t.Errorf("Evaluate(no requests) = %s %s, want deny gate_error", d.Decision, d.Reason)
+	}
+}

@@ -1,0 +1,221 @@
+package hook
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/docketlog/docket/internal/durable"
+	"github.com/docketlog/docket/receipts"
+)
+
+// HookTimeout is the timeout, in seconds, installed hooks are given. It
+// must exceed DefaultDeadline, so that the pre hook blocks before the agent
+// gives up on it (and lets the call run).
+const HookTimeout = 30
+
+// InstallEvent is an agent event `docket init` installs a hook for.
+type InstallEvent struct {
+	Event string // the agent's event name
+	Kind  Kind   // the docket hook it runs
+	// Matcher: the event takes a tool matcher ("*" is installed).
+	Matcher bool
+}
+
+// Installs returns where an agent's project hooks are configured, relative
+// to the project, and the events Docket installs there. Only Claude Code
+// (.claude/settings.json) is installed today; Gemini CLI
+// (.gemini/settings.json) and Codex (.codex/hooks.json) keep hooks in the
+// same shape and will be added here.
+func (a Agent) Installs() (path string, events []InstallEvent, err error) {
+	if a != Claude {
+		return "", nil, fmt.Errorf("installing %s hooks is not supported yet", a)
+	}
+	return filepath.Join(".claude", "settings.json"), []InstallEvent{
+		{receipts.PreToolUse, Pre, true},
+		{receipts.PostToolUse, Post, true},
+		{receipts.PostToolUseFailure, PostFailure, true},
+		{receipts.SessionStart, SessionStart, false},
+		{receipts.SessionEnd, SessionEnd, false},
+	}, nil
+}
+
+// Settings is an agent's settings file with hooks in Claude Code's shape: a
+// JSON object whose "hooks" member maps event names to groups
+// {"matcher", "hooks": [{"type": "command", "command", "timeout"}]}.
+// Everything else in the file is kept as it is.
+type Settings struct {
+	Path string
+	Mode fs.FileMode
+	m    map[string]any
+}
+
+// ReadSettings reads a settings file. A missing file is empty settings; a
+// file that is not a JSON object is an error, never overwritten.
+func ReadSettings(path string) (*Settings, error) {
+	s := &Settings{Path: path, Mode: 0o644, m: map[string]any{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if s.m, err = receipts.ParseObject(data); err != nil {
+		return nil, fmt.Errorf("%s: %v; not changing it", path, err)
+	}
+	s.Mode = fi.Mode().Perm()
+	return s, nil
+}
+
+// hooks returns the settings' hooks object.
+func (s *Settings) hooks() (map[string]any, error) {
+	hooks, ok := s.m["hooks"].(map[string]any)
+	if s.m["hooks"] != nil && !ok {
+		return nil, fmt.Errorf("%s: hooks is not an object; fix it by hand", s.Path)
+	}
+	return hooks, nil
+}
+
+// Install adds a hook running `command hook <kind>` for every event that
+// does not run that docket hook yet, and returns the events it added.
+// Existing settings and hooks are kept. It changes s only; see Write.
+func (s *Settings) Install(events []InstallEvent, command string) ([]string, error) {
+	hooks, err := s.hooks()
+	if err != nil {
+		return nil, err
+	}
+	if hooks == nil {
+		hooks = map[string]any{}
+	}
+	var added []string
+	for _, h := range events {
+		groups, ok := hooks[h.Event].([]any)
+		if hooks[h.Event] != nil && !ok {
+			return nil, fmt.Errorf("%s: hooks.%s is not an array; fix it by hand", s.Path, h.Event)
+		}
+		if len(commands(groups, "", h.Kind)) > 0 {
+			continue
+		}
+		group := map[string]any{
+			"hooks": []any{map[string]any{
+				"type":    "command",
+				"command": command + " hook " + string(h.Kind),
+				"timeout": HookTimeout,
+			}},
+		}
+		if h.Matcher {
+			group["matcher"] = "*"
+		}
+		hooks[h.Event] = append(groups, group)
+		added = append(added, h.Event)
+	}
+	if len(added) > 0 {
+		s.m["hooks"] = hooks
+	}
+	return added, nil
+}
+
+// Write writes the settings back, durably, as indented JSON.
+func (s *Settings) Write() error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s.m); err != nil {
+		return err
+	}
+	return durable.WriteFile(s.Path, b.Bytes(), s.Mode)
+}
+
+// InstalledHook is one command hook found in settings.
+type InstalledHook struct {
+	Matcher string
+	Command string
+	Timeout int
+}
+
+// Installed returns the command hooks of an event that run `docket hook
+// <kind>` (any docket binary) and whose matcher covers tool (every matcher
+// when tool is "").
+func (s *Settings) Installed(event, tool string, kind Kind) []InstalledHook {
+	hooks, _ := s.m["hooks"].(map[string]any)
+	groups, _ := hooks[event].([]any)
+	return commands(groups, tool, kind)
+}
+
+func commands(groups []any, tool string, kind Kind) []InstalledHook {
+	var out []InstalledHook
+	for _, g := range groups {
+		gm, _ := g.(map[string]any)
+		matcher, _ := gm["matcher"].(string)
+		if tool != "" && !matcherCovers(matcher, tool) {
+			continue
+		}
+		hs, _ := gm["hooks"].([]any)
+		for _, h := range hs {
+			hm, _ := h.(map[string]any)
+			cmd, _ := hm["command"].(string)
+			if hm["type"] != "command" || !runsDocketHook(cmd, kind) {
+				continue
+			}
+			ih := InstalledHook{Matcher: matcher, Command: cmd}
+			if t, ok := hm["timeout"].(interface{ Int64() (int64, error) }); ok {
+				n, _ := t.Int64()
+				ih.Timeout = int(n)
+			}
+			out = append(out, ih)
+		}
+	}
+	return out
+}
+
+// runsDocketHook reports whether a hook command line runs `docket hook kind`
+// (any binary whose name contains "docket", or this very binary).
+func runsDocketHook(cmd string, kind Kind) bool {
+	if exe, err := os.Executable(); err == nil && strings.TrimSpace(cmd) == ShellQuote(exe)+" hook "+string(kind) {
+		return true
+	}
+	f := strings.Fields(cmd)
+	for i := 0; i+2 < len(f); i++ {
+		if strings.Contains(filepath.Base(strings.Trim(f[i], `'"`)), "docket") && f[i+1] == "hook" && f[i+2] == string(kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// matcherCovers reports whether a Claude Code matcher selects tool: empty
+// and "*" match everything; otherwise alternatives separated by "|" are
+// compared exactly (regular expressions are treated as not covering).
+func matcherCovers(matcher, tool string) bool {
+	if matcher == "" || matcher == "*" || matcher == ".*" {
+		return true
+	}
+	for _, m := range strings.Split(matcher, "|") {
+		if strings.TrimSpace(m) == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// ShellQuote quotes s for sh when it needs quoting.
+func ShellQuote(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' ||
+			'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) < 0 && s != "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,99 @@
+package hook
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSettingsInstall(t *testing.T) {
+	name, events, err := Claude.Installs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	existing := `{"permissions":{"allow":["Bash(ls:*)"]},"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"true"}]}],` +
+		`"SessionEnd":[{"hooks":[{"type":"command","command":"/opt/bin/docket hook session-end","timeout":5}]}]}}`
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(existing), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSettings(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, err := s.Install(events, "/usr/bin/docket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(added, ","); got != "PreToolUse,PostToolUse,PostToolUseFailure,SessionStart" {
+		t.Errorf("Install added %s; want every event but SessionEnd, which runs a docket hook already", got)
+	}
+	if err := s.Write(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode after Write = %v, %v; want the file's 0600 kept", fi.Mode(), err)
+	}
+
+	s, err = ReadSettings(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added, err := s.Install(events, "/usr/bin/docket"); err != nil || len(added) != 0 {
+		t.Errorf("second Install added %v, %v; want nothing", added, err)
+	}
+	if _, ok := s.m["permissions"]; !ok {
+		t.Error("Install dropped the permissions")
+	}
+	pre := s.Installed("PreToolUse", "Bash", Pre)
+	if len(pre) != 1 || pre[0].Command != "/usr/bin/docket hook pre" || pre[0].Matcher != "*" || pre[0].Timeout != HookTimeout {
+		t.Errorf("Installed(PreToolUse, Bash) = %+v; want the one docket hook, matcher *, timeout %d", pre, HookTimeout)
+	}
+	if end := s.Installed("SessionEnd", "", SessionEnd); len(end) != 1 || end[0].Timeout != 5 {
+		t.Errorf("Installed(SessionEnd) = %+v; want the existing hook kept", end)
+	}
+}
+
+func TestSettingsRefused(t *testing.T) {
+	dir := t.TempDir()
+	_, events, _ := Claude.Installs()
+	for _, tt := range []struct{ name, data, want string }{
+		{"not JSON", `{"hooks":`, "not changing it"},
+		{"hooks not an object", `{"hooks":[]}`, "hooks is not an object"},
+		{"event not an array", `{"hooks":{"PostToolUse":{}}}`, "hooks.PostToolUse is not an array"},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".json")
+		if err := os.WriteFile(path, []byte(tt.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := ReadSettings(path)
+		if err == nil {
+			_, err = s.Install(events, "docket")
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want an error saying %q", tt.name, err, tt.want)
+		}
+	}
+	if _, _, err := Gemini.Installs(); err == nil {
+		t.Error("Gemini.Installs() succeeded; installing Gemini hooks is not written yet")
+	}
+}
+
+func TestMatcherCovers(t *testing.T) {
+	for _, tt := range []struct {
+		matcher, tool string
+		want          bool
+	}{
+		{"", "Bash", true}, {"*", "Bash", true}, {".*", "Bash", true},
+		{"Bash", "Bash", true}, {"Edit|Bash", "Bash", true}, {"Edit | Bash", "Bash", true},
+		{"Edit", "Bash", false}, {"Ba.*", "Bash", false},
+	} {
+		if got := matcherCovers(tt.matcher, tt.tool); got != tt.want {
+			t.Errorf("matcherCovers(%q, %q) = %v, want %v", tt.matcher, tt.tool, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,55 @@
+package receipts
+
+// The vocabulary of Docket's receipts: the values of the payload members
+// hook_event, decision (Allow, Deny, RequireApproval in sign.go), reason
+// and lifecycle_event that the gate writes and the verifier reads.
+
+// Hook events (hook_event): Claude Code's event names, whatever the agent.
+const (
+	PreToolUse         = "PreToolUse"         // a decision on a tool call
+	PostToolUse        = "PostToolUse"        // a tool call ran
+	PostToolUseFailure = "PostToolUseFailure" // a tool call ran and failed
+	SessionStart       = "SessionStart"
+	SessionEnd         = "SessionEnd"
+)
+
+// Reasons of execution receipts. A decision's reason is the policy's
+// (policy.Reason*).
+const (
+	ReasonExecuted        = "executed"
+	ReasonExecutionFailed = "execution_failed"
+	// ReasonUnlinked: the tool ran with no decision of the gate in the
+	// chain to link to (CauseUnlinkedExec when verified).
+	ReasonUnlinked = "unlinked_execution"
+)
+
+// Lifecycle events (lifecycle_event) of lifecycle receipts.
+const (
+	LifecycleSessionStart = "session_start"
+	LifecycleSessionEnd   = "session_end"
+)
+
+// Step is what the link rule looks at in a receipt's payload.
+type Step struct {
+	HookEvent, Decision, ToolName string
+}
+
+// IsExecution reports whether a receipt records that a tool ran. Such a
+// receipt must link (decision_receipt_hash) to a decision it executes.
+func (s Step) IsExecution() bool {
+	return s.HookEvent == PostToolUse || s.HookEvent == PostToolUseFailure
+}
+
+// Executable reports whether a receipt is a decision an execution may link
+// to: a PreToolUse allow or require_approval.
+func (s Step) Executable() bool {
+	return s.HookEvent == PreToolUse && (s.Decision == Allow || s.Decision == RequireApproval)
+}
+
+// Executes is the link rule: an execution links an executable decision of
+// the same call, carrying its tool name and decision. The gate links by it
+// and the verifier checks it; the call itself (same tool_use_id, or the
+// same session, tool and input) is matched by the store.
+func (s Step) Executes(decision Step) bool {
+	return s.IsExecution() && decision.Executable() && s.ToolName == decision.ToolName && s.Decision == decision.Decision
+}
