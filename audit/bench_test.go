@@ -76,7 +76,7 @@ func generateLog(ctx context.Context, dir, skey string, n int) error {
 	}
 	app, shutdown, reader, err := tessera.NewAppender(ctx, driver, tessera.NewAppendOptions().
 		WithCheckpointSigner(signer).WithCheckpointInterval(time.Second).WithBatching(4096, 100*time.Millisecond).
-		WithPushback(1 << 20))
+		WithPushback(1<<20))
 	if err != nil {
 		return err
 	}

@@ -12,24 +12,24 @@ import (
 // Kinds of finding. Each is a violation (exit 1 in docket audit) unless the
 // Finding is a Notice.
 const (
-	KindInvalidReceipt     = "invalid_receipt"     // a presented receipt fails verification
-	KindDropped            = "dropped"             // presented, but not in the log
-	KindWithheld           = "withheld"            // in the log, but not presented
-	KindEquivocation       = "equivocation"        // two receipts for one issuer and sequence
-	KindIssuerSequenceGap  = "issuer_sequence_gap" // an issuer's logged receipts skip a number
-	KindBelowHighWater     = "below_high_water"    // absent, though an issuer checkpoint counts it
-	KindChainBreak         = "chain_break"         // logged receipts that do not link
-	KindUnlinkedExecution  = "unlinked_execution"  // an execution without an allow of the same call
-	KindExecutedDeny       = "executed_deny"       // an execution of a deny decision
-	KindOpenSession        = "open_session"        // notice: no session_end
-	KindBadEntry           = "bad_entry"           // a log entry that is not a valid Docket entry
-	KindRootMismatch       = "root_mismatch"       // entries that do not hash to the signed root
-	KindFork               = "fork"                // two inconsistent checkpoints of one log
-	KindWitnessSplitView   = "witness_split_view"  // a witness holds a checkpoint inconsistent with the log's
-	KindUndecidedLegacy    = "undecided_legacy"    // notice: receipts without issuer_sequence
-	KindUnknownIssuer      = "unknown_issuer"      // an issuer outside the trusted keys
-	KindStaleLog           = "stale_log"           // the log's checkpoint stopped growing or timestamps
-	KindDenyDecision       = "deny_decision"       // notice (opt-in): a logged deny
+	KindInvalidReceipt    = "invalid_receipt"     // a presented receipt fails verification
+	KindDropped           = "dropped"             // presented, but not in the log
+	KindWithheld          = "withheld"            // in the log, but not presented
+	KindEquivocation      = "equivocation"        // two receipts for one issuer and sequence
+	KindIssuerSequenceGap = "issuer_sequence_gap" // an issuer's logged receipts skip a number
+	KindBelowHighWater    = "below_high_water"    // absent, though an issuer checkpoint counts it
+	KindChainBreak        = "chain_break"         // logged receipts that do not link
+	KindUnlinkedExecution = "unlinked_execution"  // an execution without an allow of the same call
+	KindExecutedDeny      = "executed_deny"       // an execution of a deny decision
+	KindOpenSession       = "open_session"        // notice: no session_end
+	KindBadEntry          = "bad_entry"           // a log entry that is not a valid Docket entry
+	KindRootMismatch      = "root_mismatch"       // entries that do not hash to the signed root
+	KindFork              = "fork"                // two inconsistent checkpoints of one log
+	KindWitnessSplitView  = "witness_split_view"  // a witness holds a checkpoint inconsistent with the log's
+	KindUndecidedLegacy   = "undecided_legacy"    // notice: receipts without issuer_sequence
+	KindUnknownIssuer     = "unknown_issuer"      // an issuer outside the trusted keys
+	KindStaleLog          = "stale_log"           // the log's checkpoint stopped growing or timestamps
+	KindDenyDecision      = "deny_decision"       // notice (opt-in): a logged deny
 )
 
 // A Finding is one result of an audit or a monitor poll.

@@ -22,7 +22,7 @@ type View struct {
 	byIssuerSeq map[seqKey]*Record
 	issuers     map[string]*issuerState
 	sessions    map[seqKey]*sessionState // key with Sequence 0
-	records     []*Record // the selected records, in index order
+	records     []*Record                // the selected records, in index order
 	findings    []Finding
 	size        uint64
 }
