@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -90,7 +91,7 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 			return res, fmt.Errorf("witness policy: %w", err)
 		}
 	}
-	pv, err := NewProofVerifier(cfg.LogKey, policy)
+	pv, err := c2sp.NewProofVerifier(cfg.LogKey, policy)
 	if err != nil {
 		return res, err
 	}
@@ -227,7 +228,7 @@ func (s *Store) lockSync(ctx context.Context) (func(), error) {
 type submitter struct {
 	url   string
 	opts  SyncOptions
-	pv    *ProofVerifier
+	pv    *c2sp.ProofVerifier
 	pub   ed25519.PublicKey
 	store *Store
 }

@@ -12,15 +12,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/tlogtest"
 	"github.com/docketlog/docket/receipts"
 )
 
-// fakeServer answers POST /add from a fakeLog: the first busy requests get
+// fakeServer answers POST /add from a tlogtest.Log: the first busy requests get
 // 503 + Retry-After, entries containing reject get 422, duplicates keep
 // their index.
 type fakeServer struct {
 	mu    sync.Mutex
-	log   *fakeLog
+	log   *tlogtest.Log
 	index map[string]uint64
 	busy  int
 	posts int
@@ -43,21 +45,21 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	idx, ok := f.index[string(body)]
 	if !ok {
-		idx = f.log.tree.Size()
+		idx = f.log.Tree.Size()
 		f.index[string(body)] = idx
-		f.log.tree.AppendData(body)
+		f.log.Tree.AppendData(body)
 	}
-	w.Write(f.log.prove(nil, nil, idx))
+	w.Write(f.log.Proof(idx))
 }
 
 func TestSync(t *testing.T) {
-	fl := newFakeLog(t, "example.com/log")
+	fl := tlogtest.New("example.com/log")
 	fs := &fakeServer{log: fl, index: map[string]uint64{}, busy: 3}
 	srv := httptest.NewServer(fs)
 	defer srv.Close()
 
 	st := Open(t.TempDir())
-	if err := st.WriteConfig(Config{LogURL: srv.URL, LogKey: fl.vkey}); err != nil {
+	if err := st.WriteConfig(Config{LogURL: srv.URL, LogKey: fl.VKey}); err != nil {
 		t.Fatal(err)
 	}
 	priv, kf := receipts.GenerateKey()
@@ -83,7 +85,7 @@ func TestSync(t *testing.T) {
 	if err != nil || res.Stored != 4 || res.Pending != 0 || len(res.Errors) != 0 {
 		t.Fatalf("Sync = %+v, %v; want 4 stored, none pending", res, err)
 	}
-	pv, _ := NewProofVerifier(fl.vkey, nil)
+	pv, _ := c2sp.NewProofVerifier(fl.VKey, nil)
 	recs, _ := st.Receipts("s1")
 	for i, r := range recs {
 		p, err := os.ReadFile(st.ProofPath("s1", int64(i+1)))

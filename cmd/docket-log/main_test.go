@@ -27,6 +27,7 @@ import (
 	tclient "github.com/transparency-dev/tessera/client"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/log"
 	"github.com/docketlog/docket/receipts"
@@ -261,7 +262,7 @@ func TestEndToEnd(t *testing.T) {
 	os.WriteFile(tokens, []byte("# writers\ns3cret\n"), 0o600)
 	p := tl.start(t, "-issuers", issuers, "-tokens", tokens)
 	auth := []string{"Authorization", "Bearer s3cret"}
-	pv, err := client.NewProofVerifier(tl.vkey, nil)
+	pv, err := c2sp.NewProofVerifier(tl.vkey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +521,7 @@ func TestCrash(t *testing.T) {
 	p := tl.start(t)
 	var pMu sync.Mutex
 	cur := func() string { pMu.Lock(); defer pMu.Unlock(); return p.url }
-	pv, _ := client.NewProofVerifier(tl.vkey, nil)
+	pv, _ := c2sp.NewProofVerifier(tl.vkey, nil)
 	is := newIssuer()
 	const clients, perClient = 8, 60
 	var (
@@ -650,7 +651,7 @@ func TestSync(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	pv, _ := client.NewProofVerifier(tl.vkey, nil)
+	pv, _ := c2sp.NewProofVerifier(tl.vkey, nil)
 	seen := map[uint64]bool{}
 	for _, session := range []string{"sess-a", "sess-b"} {
 		recs, _ := st.Receipts(session)
@@ -723,7 +724,7 @@ func TestWitnessQuorum(t *testing.T) {
 	pf := filepath.Join(tl.dir, "witnesses.policy")
 	os.WriteFile(pf, []byte(policy.String()), 0o644)
 	p := tl.start(t, "-witness-policy", pf, "-witness-timeout", "500ms", "-publish-timeout", "2s")
-	pv, err := client.NewProofVerifier(tl.vkey, []byte(policy.String()))
+	pv, err := c2sp.NewProofVerifier(tl.vkey, []byte(policy.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -771,7 +772,7 @@ func TestWitnessQuorum(t *testing.T) {
 func TestGracefulShutdown(t *testing.T) {
 	tl := newTestLog(t)
 	p := tl.start(t)
-	pv, _ := client.NewProofVerifier(tl.vkey, nil)
+	pv, _ := c2sp.NewProofVerifier(tl.vkey, nil)
 	is := newIssuer()
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/client"
 	"github.com/docketlog/docket/receipts"
 )
@@ -93,7 +94,7 @@ func runVerify(args []string) int {
 		warnf("no trusted key given (-key, -jwks or -key-file): every receipt is undecidable")
 	}
 	opts.Keys = keys
-	var proofs *client.ProofVerifier
+	var proofs *c2sp.ProofVerifier
 	if *logKey != "" {
 		var policy []byte
 		if *witnessPolicy != "" {
@@ -102,7 +103,7 @@ func runVerify(args []string) int {
 				return 2
 			}
 		}
-		if proofs, err = client.NewProofVerifier(*logKey, policy); err != nil {
+		if proofs, err = c2sp.NewProofVerifier(*logKey, policy); err != nil {
 			errorf("verify: %v", err)
 			return 2
 		}
@@ -186,7 +187,7 @@ const (
 // checkProofs requires a verified log proof for every valid receipt of f,
 // read from dir/<sequence>.proof. With no dir, a chain file
 // .docket/sessions/NAME.jsonl has its proofs in .docket/proofs/NAME.
-func checkProofs(f *fileResult, v *client.ProofVerifier, dir string) {
+func checkProofs(f *fileResult, v *c2sp.ProofVerifier, dir string) {
 	if f.err != nil {
 		return
 	}
@@ -211,7 +212,7 @@ func checkProofs(f *fileResult, v *client.ProofVerifier, dir string) {
 		}
 		vp, err := v.VerifyReceipt(r.Key, f.lines[i], proof)
 		switch {
-		case errors.Is(err, client.ErrProofMalformed):
+		case errors.Is(err, c2sp.ErrProofMalformed):
 			r.Outcome, r.Cause, r.Detail = receipts.Undecidable, causeBadProof, err.Error()
 			continue
 		case err != nil:

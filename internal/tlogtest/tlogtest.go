@@ -6,15 +6,15 @@ package tlogtest
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"strings"
 
+	"github.com/transparency-dev/formats/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/docketlog/docket/c2sp"
 )
 
 // A Log is a test log. Leaf i is "<origin> leaf i", so two Logs with the
@@ -29,7 +29,7 @@ type Log struct {
 
 // New returns an empty log with a fresh Ed25519 key named origin.
 func New(origin string) *Log {
-	skey, _, err := note.GenerateKey(rand.Reader, origin)
+	skey, _, err := c2sp.GenerateKey(origin)
 	if err != nil {
 		panic(err) // only for an invalid origin: a test's mistake
 	}
@@ -42,22 +42,7 @@ func New(origin string) *Log {
 
 // FromKey returns an empty log signing with the note private key skey.
 func FromKey(skey string) (*Log, error) {
-	s, err := note.NewSigner(skey)
-	if err != nil {
-		return nil, err
-	}
-	// PRIVATE+KEY+<name>+<hash>+<base64(0x01 ‖ seed)>
-	// (the base64 may itself contain '+').
-	parts := strings.SplitN(skey, "+", 5)
-	if len(parts) != 5 {
-		return nil, fmt.Errorf("not a note private key")
-	}
-	raw, err := base64.StdEncoding.DecodeString(parts[4])
-	if err != nil || len(raw) != 1+ed25519.SeedSize {
-		return nil, fmt.Errorf("not an Ed25519 note key")
-	}
-	pub := ed25519.NewKeyFromSeed(raw[1:]).Public().(ed25519.PublicKey)
-	vkey, err := note.NewEd25519VerifierKey(s.Name(), pub)
+	s, vkey, err := c2sp.NewSigner(skey)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +71,22 @@ func SignCheckpoint(origin string, n uint64, root []byte, signers ...note.Signer
 		panic(err)
 	}
 	return signed
+}
+
+// Proof returns the c2sp.org/tlog-proof@v1 of entry index in the tree as it
+// is, with its checkpoint signed by the log and by cosigners.
+func (l *Log) Proof(index uint64, cosigners ...note.Signer) []byte {
+	n := l.Tree.Size()
+	ip, err := l.Tree.InclusionProof(index, n)
+	if err != nil {
+		panic(err)
+	}
+	tp := proof.TLogProof{Index: index}
+	tp.Checkpoint = SignCheckpoint(l.Origin, n, l.Tree.HashAt(n), append([]note.Signer{l.Signer}, cosigners...)...)
+	for _, h := range ip {
+		tp.Hashes = append(tp.Hashes, [32]byte(h))
+	}
+	return tp.Marshal()
 }
 
 // Consistency returns the consistency proof from old to n: nil from 0, and

@@ -1,61 +1,31 @@
-package client
+package c2sp_test
 
 import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
+	"strings"
 	"testing"
 
-	f_log "github.com/transparency-dev/formats/log"
 	f_note "github.com/transparency-dev/formats/note"
 	"github.com/transparency-dev/formats/proof"
-	"github.com/transparency-dev/merkle/rfc6962"
-	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/tlogtest"
 	"github.com/docketlog/docket/receipts"
 )
 
-// fakeLog is an in-memory log that issues tlog-proofs, optionally cosigned.
-type fakeLog struct {
-	signer note.Signer
-	vkey   string
-	tree   *testonly.Tree
-}
-
-func newFakeLog(t *testing.T, origin string) *fakeLog {
-	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := note.NewSigner(skey)
-	return &fakeLog{signer: s, vkey: vkey, tree: testonly.New(rfc6962.DefaultHasher)}
-}
-
-// prove appends leaves and returns the proof of entry idx, signed by the
+// prove appends leaves to l and returns the proof of entry idx, signed by the
 // log and by cosigners.
-func (l *fakeLog) prove(t *testing.T, leaves [][]byte, idx uint64, cosigners ...note.Signer) []byte {
+func prove(l *tlogtest.Log, leaves [][]byte, idx uint64, cosigners ...note.Signer) []byte {
 	for _, lf := range leaves {
-		l.tree.AppendData(lf)
+		l.Tree.AppendData(lf)
 	}
-	size := l.tree.Size()
-	cp := f_log.Checkpoint{Origin: l.signer.Name(), Size: size, Hash: l.tree.Hash()}.Marshal()
-	signed, err := note.Sign(&note.Note{Text: string(cp)}, append([]note.Signer{l.signer}, cosigners...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ip, err := l.tree.InclusionProof(idx, size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := proof.TLogProof{Index: idx, Checkpoint: signed}
-	for _, h := range ip {
-		tp.Hashes = append(tp.Hashes, [32]byte(h))
-	}
-	return tp.Marshal()
+	return l.Proof(idx, cosigners...)
 }
 
 func newWitness(t *testing.T, name string) (note.Signer, string) {
@@ -75,13 +45,13 @@ func newWitness(t *testing.T, name string) (note.Signer, string) {
 }
 
 func TestVerifyProof(t *testing.T) {
-	l := newFakeLog(t, "example.com/log")
-	other := newFakeLog(t, "example.com/log")
+	l := tlogtest.New("example.com/log")
+	other := tlogtest.New("example.com/log")
 	w1, v1 := newWitness(t, "w1.example")
 	w2, v2 := newWitness(t, "w2.example")
 	_, v3 := newWitness(t, "w3.example")
 	policy := fmt.Sprintf("log %s\nwitness w1 %s\nwitness w2 %s https://w2.example/\nwitness w3 %s\ngroup g 2 w1 w2 w3\nquorum g\n",
-		l.vkey, v1, v2, v3)
+		l.VKey, v1, v2, v3)
 
 	priv, _ := receipts.GenerateKey()
 	pub := priv.Public().(ed25519.PublicKey)
@@ -97,10 +67,10 @@ func TestVerifyProof(t *testing.T) {
 		}
 		recs, leaves = append(recs, r), append(leaves, leaf)
 	}
-	good := l.prove(t, leaves, 3)
-	cosigned := l.prove(t, nil, 4, w1, w2)
-	oneCosig := l.prove(t, nil, 4, w1)
-	foreign := other.prove(t, leaves, 3)
+	good := prove(l, leaves, 3)
+	cosigned := prove(l, nil, 4, w1, w2)
+	oneCosig := prove(l, nil, 4, w1)
+	foreign := prove(other, leaves, 3)
 
 	tests := []struct {
 		name    string
@@ -110,17 +80,17 @@ func TestVerifyProof(t *testing.T) {
 		want    error
 	}{
 		{"valid", "", recs[3], good, nil},
-		{"other receipt", "", recs[2], good, ErrInclusion},
-		{"another log's key", "", recs[3], foreign, ErrCheckpointSig},
-		{"malformed", "", recs[3], []byte("c2sp.org/tlog-proof@v1\nindex x\n"), ErrProofMalformed},
-		{"tampered checkpoint", "", recs[3], bytes.Replace(good, []byte("\n5\n"), []byte("\n6\n"), 1), ErrCheckpointSig},
+		{"other receipt", "", recs[2], good, c2sp.ErrInclusion},
+		{"another log's key", "", recs[3], foreign, c2sp.ErrCheckpointSig},
+		{"malformed", "", recs[3], []byte("c2sp.org/tlog-proof@v1\nindex x\n"), c2sp.ErrProofMalformed},
+		{"tampered checkpoint", "", recs[3], bytes.Replace(good, []byte("\n5\n"), []byte("\n6\n"), 1), c2sp.ErrCheckpointSig},
 		{"quorum met", policy, recs[4], cosigned, nil},
-		{"one cosignature of two", policy, recs[4], oneCosig, ErrWitnessQuorum},
-		{"no cosignature", policy, recs[3], good, ErrWitnessQuorum},
+		{"one cosignature of two", policy, recs[4], oneCosig, c2sp.ErrWitnessQuorum},
+		{"no cosignature", policy, recs[3], good, c2sp.ErrWitnessQuorum},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pv, err := NewProofVerifier(l.vkey, []byte(tt.policy))
+			pv, err := c2sp.NewProofVerifier(l.VKey, []byte(tt.policy))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +103,7 @@ func TestVerifyProof(t *testing.T) {
 }
 
 func TestProofVerifierPolicy(t *testing.T) {
-	l := newFakeLog(t, "example.com/log")
+	l := tlogtest.New("example.com/log")
 	_, v1 := newWitness(t, "w1.example")
 	tests := []struct {
 		name, policy string
@@ -144,10 +114,14 @@ func TestProofVerifierPolicy(t *testing.T) {
 		{"no quorum line", "witness w1 " + v1 + "\n", false},
 		{"other log only", "log example.com/x+01234567+AQ\nwitness w1 " + v1 + "\nquorum w1\n", false},
 		{"unknown member", "witness w1 " + v1 + "\nquorum w9\n", false},
+		{"quorum none", "log " + l.VKey + "\nquorum none\n", true},
+		{"one witness counted twice", "witness w1 " + v1 + "\ngroup g 2 w1 w1\nquorum g\n", false},
+		{"CRLF", "witness w1 " + v1 + "\r\nquorum w1\r\n", false},
+		{"whitespace only", " \n", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewProofVerifier(l.vkey, []byte(tt.policy))
+			_, err := c2sp.NewProofVerifier(l.VKey, []byte(tt.policy))
 			if (err == nil) != tt.ok {
 				t.Errorf("NewProofVerifier(%q) = %v, want ok %v", tt.policy, err, tt.ok)
 			}
@@ -158,19 +132,13 @@ func TestProofVerifierPolicy(t *testing.T) {
 // FuzzVerify: Verify never panics on hostile proofs, and whatever it
 // accepts proves the leaf's real index.
 func FuzzVerify(f *testing.F) {
-	l := &fakeLog{tree: testonly.New(rfc6962.DefaultHasher)}
-	skey, vkey, err := note.GenerateKey(rand.Reader, "example.com/fuzz")
-	if err != nil {
-		f.Fatal(err)
-	}
-	l.signer, _ = note.NewSigner(skey)
-	l.vkey = vkey
+	l := tlogtest.New("example.com/fuzz")
 	leaf := []byte(`{"public_key":"00","receipt":{}}`)
-	good := l.prove(nil, [][]byte{[]byte("a"), leaf, []byte("c")}, 1)
+	good := prove(l, [][]byte{[]byte("a"), leaf, []byte("c")}, 1)
 	f.Add(good)
 	f.Add([]byte("c2sp.org/tlog-proof@v1\nindex 0\n\n"))
 	f.Add([]byte("c2sp.org/tlog-proof@v1\nextra AAAA\nindex 18446744073709551615\nAAAA\n\nx\n"))
-	pv, err := NewProofVerifier(l.vkey, nil)
+	pv, err := c2sp.NewProofVerifier(l.VKey, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -184,29 +152,26 @@ func FuzzVerify(f *testing.F) {
 	})
 }
 
-// ExampleProofVerifier verifies a stored proof offline, with only the log's
-// verifier key (and, optionally, a witness policy).
-func ExampleProofVerifier() {
-	st := Open("/path/to/project")
-	cfg, err := st.LoadConfig()
+func TestInclusionErrorEvidence(t *testing.T) {
+	l := tlogtest.New("example.com/log")
+	leaves := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	p := prove(l, leaves, 1)
+	pv, err := c2sp.NewProofVerifier(l.VKey, nil)
 	if err != nil {
-		return
+		t.Fatal(err)
 	}
-	pv, err := NewProofVerifier(cfg.LogKey, nil)
-	if err != nil {
-		return
+	_, err = pv.Verify([]byte("not b"), p)
+	var ie *c2sp.InclusionError
+	if !errors.As(err, &ie) || !errors.Is(err, c2sp.ErrInclusion) {
+		t.Fatalf("Verify(other leaf) = %v, want an *InclusionError", err)
 	}
-	priv, err := receipts.LoadPrivateKey(st.KeyPath())
-	if err != nil {
-		return
+	if ie.Index != 1 || string(ie.Leaf) != "not b" || len(ie.Proof) != 2 || !bytes.HasPrefix(ie.Checkpoint, []byte("example.com/log\n3\n")) {
+		t.Errorf("InclusionError = %+v, want index 1, the leaf, 2 hashes and the checkpoint", ie)
 	}
-	recs, _ := st.Receipts("session-1")
-	for i, r := range recs {
-		p, err := os.ReadFile(st.ProofPath("session-1", int64(i+1)))
-		if err != nil {
-			continue // not synced yet
+	report := ie.Report()
+	for _, want := range []string{"\t" + strings.ReplaceAll(strings.TrimSuffix(string(ie.Checkpoint), "\n"), "\n", "\n\t"), "\t" + base64.StdEncoding.EncodeToString(ie.Proof[0]) + "\n", "leaf 1"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("Report() lacks %q:\n%s", want, report)
 		}
-		vp, err := pv.VerifyReceipt(priv.Public().(ed25519.PublicKey), r, p)
-		fmt.Println(i+1, vp != nil, err)
 	}
 }

@@ -1,0 +1,5 @@
+package c2sp
+
+import "encoding/base64"
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -1,0 +1,148 @@
+package c2sp
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+
+	"github.com/transparency-dev/formats/proof"
+	mproof "github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/docketlog/docket/receipts"
+)
+
+// Errors of proof verification. ErrProofMalformed and ErrBadPolicy mean the
+// check could not run (undecidable); the others mean it ran and failed
+// (invalid, DESIGN §3.3).
+var (
+	ErrProofMalformed = errors.New("malformed log proof")
+	ErrBadPolicy      = errors.New("unusable witness policy")
+	ErrCheckpointSig  = errors.New("checkpoint is not signed by the log key")
+	ErrInclusion      = errors.New("inclusion proof does not verify")
+	ErrWitnessQuorum  = errors.New("checkpoint is not cosigned by the witness quorum")
+	ErrReceiptInvalid = errors.New("receipt does not verify under the issuer key")
+)
+
+// A ProofVerifier checks c2sp.org/tlog-proof@v1 proofs offline against a
+// pinned log key and, optionally, a C2SP tlog-policy witness quorum. It is
+// safe for concurrent use.
+type ProofVerifier struct {
+	logKey note.Verifier
+	policy *Policy // nil: no quorum required
+}
+
+// NewProofVerifier returns a verifier for proofs from the log with verifier
+// key logVKey. A non-empty policy is a C2SP tlog-policy file (see
+// ParsePolicy) whose quorum every checkpoint must satisfy; its witness URLs
+// may be omitted, and if it lists logs, logVKey must be one of them. Errors
+// about the policy wrap ErrBadPolicy.
+func NewProofVerifier(logVKey string, policy []byte) (*ProofVerifier, error) {
+	v, err := note.NewVerifier(logVKey)
+	if err != nil {
+		return nil, fmt.Errorf("log key: %w", err)
+	}
+	if len(policy) == 0 {
+		return &ProofVerifier{logKey: v}, nil
+	}
+	p, err := ParsePolicy(policy)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
+	}
+	return NewPolicyVerifier(logVKey, p)
+}
+
+// NewPolicyVerifier is NewProofVerifier with a parsed policy; p may be nil.
+func NewPolicyVerifier(logVKey string, p *Policy) (*ProofVerifier, error) {
+	v, err := note.NewVerifier(logVKey)
+	if err != nil {
+		return nil, fmt.Errorf("log key: %w", err)
+	}
+	if p != nil && !p.HasLog(logVKey) {
+		return nil, fmt.Errorf("%w: the policy does not list the log key %s", ErrBadPolicy, logVKey)
+	}
+	return &ProofVerifier{logKey: v, policy: p}, nil
+}
+
+// LogKey returns the verifier of the pinned log key.
+func (v *ProofVerifier) LogKey() note.Verifier { return v.logKey }
+
+// A VerifiedProof is what a proof establishes: the entry is at Index in the
+// log whose checkpoint (Size, Root) is Checkpoint, signed by the log and,
+// with a policy, cosigned by the witness quorum.
+type VerifiedProof struct {
+	Index      uint64
+	Size       uint64
+	Root       []byte
+	Checkpoint []byte
+}
+
+// VerifyReceipt checks the proof of a receipt signed by pub: the receipt's
+// signature and kid, the checkpoint signature, the witness quorum, and the
+// inclusion of exactly the log entry {"public_key","receipt"} (DESIGN §3.4).
+func (v *ProofVerifier) VerifyReceipt(pub ed25519.PublicKey, receipt, proofText []byte) (*VerifiedProof, error) {
+	leaf, err := receipts.NewEntry(pub, receipt)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrReceiptInvalid, err)
+	}
+	return v.Verify(leaf, proofText)
+}
+
+// VerifyCheckpoint checks that signedCheckpoint is signed by the log key
+// and, with a policy, cosigned by the witness quorum.
+func (v *ProofVerifier) VerifyCheckpoint(signedCheckpoint []byte) (*Checkpoint, error) {
+	cp, err := OpenCheckpoint(v.logKey, signedCheckpoint)
+	if err != nil {
+		return nil, err
+	}
+	if v.policy != nil && !v.policy.Satisfied(signedCheckpoint) {
+		return nil, fmt.Errorf("%w: checkpoint of size %d", ErrWitnessQuorum, cp.Size)
+	}
+	return cp, nil
+}
+
+// Verify checks that proofText proves the inclusion of the log entry leaf
+// (its exact bytes, RFC 6962 leaf hash) under a checkpoint signed by the log
+// key and, with a policy, cosigned by the witness quorum. A proof that does
+// not verify is an *InclusionError, which wraps ErrInclusion.
+func (v *ProofVerifier) Verify(leaf, proofText []byte) (*VerifiedProof, error) {
+	var tp proof.TLogProof
+	if err := tp.Unmarshal(proofText); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrProofMalformed, err)
+	}
+	if len(tp.Checkpoint) == 0 {
+		return nil, fmt.Errorf("%w: no checkpoint", ErrProofMalformed)
+	}
+	cp, err := v.VerifyCheckpoint(tp.Checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	hashes := make([][]byte, len(tp.Hashes))
+	for i := range tp.Hashes {
+		hashes[i] = tp.Hashes[i][:]
+	}
+	if err := VerifyInclusion(tp.Checkpoint, cp, leaf, tp.Index, hashes); err != nil {
+		return nil, err
+	}
+	return &VerifiedProof{Index: tp.Index, Size: cp.Size, Root: cp.Root, Checkpoint: tp.Checkpoint}, nil
+}
+
+// VerifyInclusion checks the RFC 6962 inclusion proof of leaf at index in
+// the tree of cp, the checkpoint of the verified signed note
+// signedCheckpoint. A failure is an *InclusionError carrying that evidence.
+func VerifyInclusion(signedCheckpoint []byte, cp *Checkpoint, leaf []byte, index uint64, hashes [][]byte) error {
+	var err error
+	if index >= cp.Size {
+		err = fmt.Errorf("index %d is not below checkpoint size %d", index, cp.Size)
+	} else {
+		lh := rfc6962.DefaultHasher.HashLeaf(leaf)
+		if err = mproof.VerifyInclusion(rfc6962.DefaultHasher, index, cp.Size, lh, hashes, cp.Root); err != nil {
+			err = fmt.Errorf("leaf %x at %d in tree %d: %w", lh, index, cp.Size, err)
+		}
+	}
+	if err != nil {
+		return &InclusionError{Checkpoint: signedCheckpoint, Leaf: leaf, Index: index, Proof: hashes, Err: err}
+	}
+	return nil
+}
