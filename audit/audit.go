@@ -70,7 +70,7 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	err := Scan(ctx, cfg.Fetcher, cfg.Size, cfg.Root, NewRange(), v.Add)
 	var rm *RootMismatchError
 	if errors.As(err, &rm) {
-		f, ferr := rootMismatch(ctx, cfg, rm)
+		f, ferr := rootMismatch(ctx, cfg.Fetcher, cfg.Size, rm)
 		if ferr != nil {
 			return nil, ferr
 		}
@@ -172,15 +172,15 @@ func compare(v *View, chains []Chain, presented map[string]bool) []Finding {
 // first entry the log serves that its own tiles (and so its signed root)
 // do not contain: the entry, and the inclusion proof of the leaf hash the
 // tree has at that index.
-func rootMismatch(ctx context.Context, cfg Config, rm *RootMismatchError) (Finding, error) {
+func rootMismatch(ctx context.Context, fetcher Fetcher, size uint64, rm *RootMismatchError) (Finding, error) {
 	f := Finding{Kind: KindRootMismatch, Message: rm.Error()}
-	for first := uint64(0); first < cfg.Size; first += 256 {
-		n := min(256, cfg.Size-first)
-		want, err := client.FetchLeafHashes(ctx, cfg.Fetcher.ReadTile, first, n, cfg.Size)
+	for first := uint64(0); first < size; first += 256 {
+		n := min(256, size-first)
+		want, err := client.FetchLeafHashes(ctx, fetcher.ReadTile, first, n, size)
 		if err != nil {
 			return f, fmt.Errorf("reading leaf tiles: %w", err)
 		}
-		b, err := client.GetEntryBundle(ctx, cfg.Fetcher.ReadEntryBundle, first/256, cfg.Size)
+		b, err := client.GetEntryBundle(ctx, fetcher.ReadEntryBundle, first/256, size)
 		if err != nil {
 			return f, fmt.Errorf("reading entry bundle: %w", err)
 		}

@@ -47,6 +47,7 @@ type payload struct {
 	ToolUseID           string   `json:"tool_use_id"`
 	ToolInputHash       string   `json:"tool_input_hash"`
 	Decision            string   `json:"decision"`
+	Reason              string   `json:"reason"`
 	DecisionReceiptHash string   `json:"decision_receipt_hash"`
 	LifecycleEvent      string   `json:"lifecycle_event"`
 	IssuerSequence      int64    `json:"issuer_sequence"`
