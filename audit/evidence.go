@@ -111,7 +111,7 @@ func VerifyEvidence(ev *Evidence, logKey note.Verifier) (string, error) {
 			return "", err
 		}
 		d, x := payloadOf(entries[0]), payloadOf(entries[1])
-		if !isExecution(&Record{payload: x}) || x.DecisionReceiptHash != receipts.ChainHash(entries[0].Receipt) || entries[0].KID != entries[1].KID {
+		if !isExecution(&Record{Payload: x}) || x.DecisionReceiptHash != receipts.ChainHash(entries[0].Receipt) || entries[0].KID != entries[1].KID {
 			return "", fmt.Errorf("%w: the second entry is not an execution of the first", ErrNotProven)
 		}
 		if ev.Kind == KindExecutedDeny && d.Decision == receipts.Deny {
@@ -171,9 +171,9 @@ func parseCheckpoint(text string, logKey note.Verifier) (*f_log.Checkpoint, erro
 	return cp, nil
 }
 
-func payloadOf(e *receipts.Entry) payload {
+func payloadOf(e *receipts.Entry) Payload {
 	var env struct {
-		Payload payload `json:"payload"`
+		Payload Payload `json:"payload"`
 	}
 	_ = jsonUnmarshal(e.Receipt, &env)
 	return env.Payload

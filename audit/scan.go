@@ -33,11 +33,11 @@ type Record struct {
 	Hash    string
 	Issuer  string
 	Session string
-	payload
+	Payload
 }
 
-// payload holds the members of a Docket payload that an audit reads.
-type payload struct {
+// Payload holds the members of a Docket payload that an audit reads.
+type Payload struct {
 	Type                string   `json:"type"`
 	IssuedAt            string   `json:"issued_at"`
 	Sequence            int64    `json:"sequence"`
@@ -229,7 +229,7 @@ func parseRecord(idx uint64, leaf []byte) (*Record, error) {
 		return nil, err
 	}
 	var env struct {
-		Payload payload `json:"payload"`
+		Payload Payload `json:"payload"`
 	}
 	if err := jsonUnmarshal(e.Receipt, &env); err != nil {
 		return nil, fmt.Errorf("%w: payload: %w", receipts.ErrMalformedEntry, err)
@@ -240,7 +240,7 @@ func parseRecord(idx uint64, leaf []byte) (*Record, error) {
 		Hash:    fmt.Sprintf("sha256:%x", sum),
 		Issuer:  e.KID,
 		Session: e.SessionID,
-		payload: env.Payload,
+		Payload: env.Payload,
 	}, nil
 }
 
