@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/transparency-dev/tessera/client"
+
+	"github.com/docketlog/docket/internal/tlogtest"
 )
 
 // TestFork is x/mod's TestClientFork for Docket: two logs with one key and
@@ -13,30 +15,30 @@ import (
 // second log's tiles proves the fork with the log's public key alone, for
 // every pair of sizes, including equal sizes and powers of two.
 func TestFork(t *testing.T) {
-	k := newLogKey(t, "example.com/forked")
-	a := newTestLog(t, t.TempDir(), k)
-	b := newTestLog(t, t.TempDir(), k)
-	is := newIssuer(t)
+	k := tlogtest.NewKeyPair(t, "example.com/forked")
+	a := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	b := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	is := tlogtest.NewIssuer(t)
 	var common [][]byte
 	for range 3 {
-		d, x := is.call("s", "Bash")
-		common = append(common, is.leaf(d), is.leaf(x))
+		d, x := is.Call("s", "Bash")
+		common = append(common, is.Leaf(d), is.Leaf(x))
 	}
-	a.add(t, common[:4]...)
-	b.add(t, common[:4]...)
-	a.add(t, common[4:]...) // a: 6 entries
-	b.add(t, is.leaf(is.start("other")))
-	b.add(t, common[4:]...) // b: 7 entries, diverging at 4
-	aRaw, aCP := a.checkpoint(t)
-	bRaw, bCP := b.checkpoint(t)
+	a.Add(t, common[:4]...)
+	b.Add(t, common[:4]...)
+	a.Add(t, common[4:]...) // a: 6 entries
+	b.Add(t, is.Leaf(is.Start("other")))
+	b.Add(t, common[4:]...) // b: 7 entries, diverging at 4
+	aRaw, aCP := a.Checkpoint(t)
+	bRaw, bCP := b.Checkpoint(t)
 	if aCP.Size != 6 || bCP.Size != 7 {
 		t.Fatalf("sizes %d, %d, want 6, 7", aCP.Size, bCP.Size)
 	}
-	ev, err := ForkEvidence(t.Context(), client.FileFetcher{Root: b.dir}, aRaw, aCP.Size, bRaw, bCP.Size)
+	ev, err := ForkEvidence(t.Context(), client.FileFetcher{Root: b.Dir}, aRaw, aCP.Size, bRaw, bCP.Size)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := VerifyEvidence(ev, a.verifier)
+	msg, err := VerifyEvidence(ev, a.Verifier)
 	if err != nil {
 		t.Fatalf("VerifyEvidence(fork 6→7) = %v, want proven", err)
 	}
@@ -47,48 +49,48 @@ func TestFork(t *testing.T) {
 	for _, m := range []uint64{1, 2, 3, 4, 5} {
 		t.Run(fmt.Sprint("honest ", m), func(t *testing.T) {
 			small := signedAt(t, a, m)
-			ev, err := ForkEvidence(t.Context(), client.FileFetcher{Root: a.dir}, small, m, aRaw, aCP.Size)
+			ev, err := ForkEvidence(t.Context(), client.FileFetcher{Root: a.Dir}, small, m, aRaw, aCP.Size)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := VerifyEvidence(ev, a.verifier); !errors.Is(err, ErrNotProven) {
+			if _, err := VerifyEvidence(ev, a.Verifier); !errors.Is(err, ErrNotProven) {
 				t.Fatalf("VerifyEvidence(honest %d→6) = %v, want ErrNotProven", m, err)
 			}
 		})
 	}
 	// A power-of-two old size, whose node RFC 9162 leaves out of the proof.
-	c := newTestLog(t, t.TempDir(), k)
-	c.add(t, common[:2]...)
-	c.add(t, is.leaf(is.start("third")))
-	c.add(t, common[2:]...)
-	cRaw, cCP := c.checkpoint(t)
-	ev, err = ForkEvidence(t.Context(), client.FileFetcher{Root: c.dir}, signedAt(t, a, 4), 4, cRaw, cCP.Size)
+	c := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	c.Add(t, common[:2]...)
+	c.Add(t, is.Leaf(is.Start("third")))
+	c.Add(t, common[2:]...)
+	cRaw, cCP := c.Checkpoint(t)
+	ev, err = ForkEvidence(t.Context(), client.FileFetcher{Root: c.Dir}, signedAt(t, a, 4), 4, cRaw, cCP.Size)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := VerifyEvidence(ev, a.verifier); err != nil {
+	if _, err := VerifyEvidence(ev, a.Verifier); err != nil {
 		t.Fatalf("VerifyEvidence(fork 4→7) = %v, want proven", err)
 	}
 
 	// Same size, other root.
 	ev = &Evidence{Kind: KindFork, Checkpoints: []string{string(signedAt(t, a, 5)), string(signedAt(t, b, 5))}}
-	if _, err := VerifyEvidence(ev, a.verifier); err != nil {
+	if _, err := VerifyEvidence(ev, a.Verifier); err != nil {
 		t.Fatalf("VerifyEvidence(same size 5) = %v, want proven", err)
 	}
 	// A tampered proof is bad evidence, not proof.
-	ev, _ = ForkEvidence(t.Context(), client.FileFetcher{Root: b.dir}, aRaw, aCP.Size, bRaw, bCP.Size)
+	ev, _ = ForkEvidence(t.Context(), client.FileFetcher{Root: b.Dir}, aRaw, aCP.Size, bRaw, bCP.Size)
 	ev.ConsistencyProof[1] = ev.ConsistencyProof[0]
-	if _, err := VerifyEvidence(ev, a.verifier); !errors.Is(err, ErrBadEvidence) {
+	if _, err := VerifyEvidence(ev, a.Verifier); !errors.Is(err, ErrBadEvidence) {
 		t.Fatalf("VerifyEvidence(tampered) = %v, want ErrBadEvidence", err)
 	}
 }
 
 // signedAt returns a checkpoint of l's tree at size n, signed by l's key,
 // computed from the log's own tiles.
-func signedAt(t *testing.T, l *testLog, n uint64) []byte {
+func signedAt(t *testing.T, l *tlogtest.POSIXLog, n uint64) []byte {
 	t.Helper()
-	_, cp := l.checkpoint(t)
-	hashes, err := client.FetchLeafHashes(t.Context(), client.FileFetcher{Root: l.dir}.ReadTile, 0, n, cp.Size)
+	_, cp := l.Checkpoint(t)
+	hashes, err := client.FetchLeafHashes(t.Context(), client.FileFetcher{Root: l.Dir}.ReadTile, 0, n, cp.Size)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,5 +104,5 @@ func signedAt(t *testing.T, l *testLog, n uint64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return signCheckpoint(t, l, n, root)
+	return l.Sign(t, n, root)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/transparency-dev/tessera/client"
 
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/tlogtest"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -67,19 +68,19 @@ func poll(t *testing.T, m *Monitor) []string {
 }
 
 func TestMonitorHonestThenEquivocation(t *testing.T) {
-	k := newLogKey(t, "example.com/monitored")
-	l := newTestLog(t, t.TempDir(), k)
-	is := newIssuer(t)
-	l.add(t, is.leaves(is.start("s1"))...)
+	k := tlogtest.NewKeyPair(t, "example.com/monitored")
+	l := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	is := tlogtest.NewIssuer(t)
+	l.Add(t, is.Leaves(is.Start("s1"))...)
 	state := t.TempDir()
-	m, _ := newMonitor(t, client.FileFetcher{Root: l.dir}, k.vkey, state, nil)
+	m, _ := newMonitor(t, client.FileFetcher{Root: l.Dir}, k.VKey, state, nil)
 	if got := poll(t, m); len(got) != 0 {
 		t.Fatalf("first poll alerts %v", got)
 	}
-	d, x := is.call("s1", "Bash")
-	l.add(t, is.leaves(d, x, is.end("s1"), is.checkpointReceipt())...)
+	d, x := is.Call("s1", "Bash")
+	l.Add(t, is.Leaves(d, x, is.End("s1"), is.Checkpoint())...)
 	// A new monitor from the same state continues where the first stopped.
-	m, _ = newMonitor(t, client.FileFetcher{Root: l.dir}, k.vkey, state, nil)
+	m, _ = newMonitor(t, client.FileFetcher{Root: l.Dir}, k.VKey, state, nil)
 	if m.Size() != 1 {
 		t.Fatalf("restored size %d, want 1", m.Size())
 	}
@@ -92,14 +93,14 @@ func TestMonitorHonestThenEquivocation(t *testing.T) {
 
 	// The issuer signs a second receipt for s1's sequence 2, and skips
 	// issuer sequence numbers before checkpointing.
-	other, err := receipts.Sign(is.key, receipts.Payload{Type: receipts.TypeDecision, HookEvent: "PreToolUse", ToolName: "Bash",
+	other, err := receipts.Sign(is.Key, receipts.Payload{Type: receipts.TypeDecision, HookEvent: "PreToolUse", ToolName: "Bash",
 		ToolInputHash: "sha256:other", Decision: receipts.Allow, SessionID: "s1", Sequence: 2,
-		PreviousReceiptHash: receipts.ChainHash(is.sessions["s1"].all[0]), IssuerSequence: 2})
+		PreviousReceiptHash: receipts.ChainHash(is.Sessions["s1"].All[0]), IssuerSequence: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	is.issuerSq += 3 // three receipts never logged
-	l.add(t, is.leaf(other), is.leaf(is.checkpointReceipt()))
+	is.Seq += 3 // three receipts never logged
+	l.Add(t, is.Leaf(other), is.Leaf(is.Checkpoint()))
 	got := poll(t, m)
 	if want := []string{KindEquivocation, KindIssuerSequenceGap}; !slices.Equal(got, want) {
 		t.Fatalf("alerts %v, want %v", got, want)
@@ -107,24 +108,24 @@ func TestMonitorHonestThenEquivocation(t *testing.T) {
 }
 
 func TestMonitorFork(t *testing.T) {
-	k := newLogKey(t, "example.com/forked")
-	a := newTestLog(t, t.TempDir(), k)
-	b := newTestLog(t, t.TempDir(), k)
-	is := newIssuer(t)
+	k := tlogtest.NewKeyPair(t, "example.com/forked")
+	a := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	b := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	is := tlogtest.NewIssuer(t)
 	var common [][]byte
 	for range 2 {
-		d, x := is.call("s", "Bash")
-		common = append(common, is.leaf(d), is.leaf(x))
+		d, x := is.Call("s", "Bash")
+		common = append(common, is.Leaf(d), is.Leaf(x))
 	}
-	a.add(t, common...)
-	b.add(t, common[:3]...)
-	b.add(t, is.leaf(is.start("other")), common[3], is.leaf(is.start("more")))
-	f := &switchFetcher{client.FileFetcher{Root: a.dir}}
-	m, alerts := newMonitor(t, f, k.vkey, t.TempDir(), nil)
+	a.Add(t, common...)
+	b.Add(t, common[:3]...)
+	b.Add(t, is.Leaf(is.Start("other")), common[3], is.Leaf(is.Start("more")))
+	f := &switchFetcher{client.FileFetcher{Root: a.Dir}}
+	m, alerts := newMonitor(t, f, k.VKey, t.TempDir(), nil)
 	if got := poll(t, m); len(got) != 0 {
 		t.Fatalf("first poll alerts %v", got)
 	}
-	f.Root = b.dir // the log now shows another history
+	f.Root = b.Dir // the log now shows another history
 	if got := poll(t, m); !slices.Equal(got, []string{KindFork}) {
 		t.Fatalf("alerts %v, want fork", got)
 	}
@@ -137,14 +138,14 @@ func TestMonitorFork(t *testing.T) {
 }
 
 func TestMonitorWitnessSplitView(t *testing.T) {
-	k := newLogKey(t, "example.com/split")
-	a := newTestLog(t, t.TempDir(), k)
-	b := newTestLog(t, t.TempDir(), k)
-	is := newIssuer(t)
-	a.add(t, is.leaves(is.start("s1"), is.start("s2"), is.start("s3"))...)
-	b.add(t, is.leaves(is.start("s1"), is.start("x"))...)
-	bRaw, _ := b.checkpoint(t)
-	_, aCP := a.checkpoint(t)
+	k := tlogtest.NewKeyPair(t, "example.com/split")
+	a := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	b := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	is := tlogtest.NewIssuer(t)
+	a.Add(t, is.Leaves(is.Start("s1"), is.Start("s2"), is.Start("s3"))...)
+	b.Add(t, is.Leaves(is.Start("s1"), is.Start("x"))...)
+	bRaw, _ := b.Checkpoint(t)
+	_, aCP := a.Checkpoint(t)
 	// A witness that was shown b's view serves it as its latest checkpoint.
 	w := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/"+c2sp.LogID(aCP.Origin)+"/checkpoint" {
@@ -154,18 +155,18 @@ func TestMonitorWitnessSplitView(t *testing.T) {
 		w.Write(bRaw)
 	}))
 	t.Cleanup(w.Close)
-	m, _ := newMonitor(t, client.FileFetcher{Root: a.dir}, k.vkey, t.TempDir(), func(c *MonitorConfig) { c.Witnesses = []string{w.URL} })
+	m, _ := newMonitor(t, client.FileFetcher{Root: a.Dir}, k.VKey, t.TempDir(), func(c *MonitorConfig) { c.Witnesses = []string{w.URL} })
 	if got := poll(t, m); !slices.Equal(got, []string{KindWitnessSplitView}) {
 		t.Fatalf("alerts %v, want witness_split_view", got)
 	}
 }
 
 func TestMonitorUnknownIssuer(t *testing.T) {
-	k := newLogKey(t, "example.com/issuers")
-	l := newTestLog(t, t.TempDir(), k)
-	known, stranger := newIssuer(t), newIssuer(t)
-	l.add(t, known.leaf(known.start("a")), stranger.leaf(stranger.start("b")))
-	m, _ := newMonitor(t, client.FileFetcher{Root: l.dir}, k.vkey, t.TempDir(), func(c *MonitorConfig) { c.Keys = known.keys() })
+	k := tlogtest.NewKeyPair(t, "example.com/issuers")
+	l := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	known, stranger := tlogtest.NewIssuer(t), tlogtest.NewIssuer(t)
+	l.Add(t, known.Leaf(known.Start("a")), stranger.Leaf(stranger.Start("b")))
+	m, _ := newMonitor(t, client.FileFetcher{Root: l.Dir}, k.VKey, t.TempDir(), func(c *MonitorConfig) { c.Keys = known.Keys() })
 	if got := poll(t, m); !slices.Equal(got, []string{KindUnknownIssuer}) {
 		t.Fatalf("alerts %v, want unknown_issuer", got)
 	}

@@ -222,6 +222,10 @@ func parseBundle(b client.Bundle) parsedBundle {
 	return pb
 }
 
+// ParseRecord verifies the log entry leaf at index idx (strict entry form,
+// kid, Ed25519 signature) and returns its record.
+func ParseRecord(idx uint64, leaf []byte) (*Record, error) { return parseRecord(idx, leaf) }
+
 // parseRecord verifies one log entry and reads the members an audit needs.
 func parseRecord(idx uint64, leaf []byte) (*Record, error) {
 	e, err := receipts.ParseEntry(leaf)
