@@ -66,6 +66,13 @@ func (s *KeySet) lookup(kid string) (Key, bool) {
 	return Key{}, false
 }
 
+// Has reports whether the set holds the key whose draft-04 kid
+// (sb:issuer:…) is kid.
+func (s *KeySet) Has(kid string) bool {
+	k, ok := s.lookup(kid)
+	return ok && KID(k.Public) == kid
+}
+
 // kid returns the draft-04 kid of a key lookup returned.
 func (s *KeySet) kid(k Key) string {
 	if id, ok := s.kids[string(k.Public)]; ok {

@@ -45,6 +45,18 @@ type Payload struct {
 	HookLatencyMs       *int64   `json:"hook_latency_ms,omitempty"`
 	ToolDurationMs      *int64   `json:"tool_duration_ms,omitempty"`
 	LifecycleEvent      string   `json:"lifecycle_event,omitempty"`
+	// IssuerSequence is the receipt's 1-based position among all receipts
+	// of its issuer key, across sessions: a gap among an issuer's logged
+	// receipts is an omission its own signatures prove.
+	IssuerSequence int64 `json:"issuer_sequence,omitempty"`
+	// FinalSequence and HeadHash, on session_end, are the session's last
+	// sequence and chain hash.
+	FinalSequence int64  `json:"final_sequence,omitempty"`
+	HeadHash      string `json:"head_hash,omitempty"`
+	// IssuerHighWater and OpenSessions, on issuer_checkpoint, are the
+	// issuer_sequence reached and the sessions still open.
+	IssuerHighWater int64    `json:"issuer_high_water,omitempty"`
+	OpenSessions    []string `json:"open_sessions,omitempty"`
 }
 
 // FormatTime formats t as the receipts' issued_at: RFC 3339 UTC with

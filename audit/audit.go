@@ -1,0 +1,238 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/transparency-dev/tessera/client"
+
+	"github.com/docketlog/docket/receipts"
+)
+
+// A Chain is a session chain presented to an auditor, in chain order.
+type Chain struct {
+	// Source names where the chain came from, for the report.
+	Source   string
+	Receipts [][]byte
+}
+
+// Config says what an audit reads and trusts.
+type Config struct {
+	// Fetcher reads the log: a URL or a local storage directory.
+	Fetcher Fetcher
+	// Checkpoint is the log's signed checkpoint note, already verified by
+	// the caller against the log key and the witness quorum; Size and Root
+	// are its tree.
+	Checkpoint []byte
+	Size       uint64
+	Root       []byte
+	// Keys are the trusted issuer keys for the presented chains.
+	Keys *receipts.KeySet
+	// Issuers and Sessions select what is compared. With chains presented
+	// and no Issuers, the issuers of the presented receipts are selected.
+	Issuers  []string
+	Sessions []string
+	// EvidenceDir, if set, receives one evidence file per finding that has
+	// evidence.
+	EvidenceDir string
+}
+
+// Run reads the whole log, recomputes its root, and compares what it holds
+// with the presented chains. It returns every finding; an error means the
+// audit could not be completed (undecidable), except that a log whose
+// entries do not match its signed root is a finding (root_mismatch).
+func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
+	v := NewView()
+	v.Issuers = set(cfg.Issuers)
+	v.Sessions = set(cfg.Sessions)
+	var findings []Finding
+	presented := make(map[string]bool)
+	if len(chains) > 0 {
+		for _, c := range chains {
+			findings = append(findings, checkChain(cfg.Keys, c, presented)...)
+		}
+		if len(v.Issuers) == 0 {
+			v.Issuers = make(map[string]bool)
+			for _, c := range chains {
+				for _, r := range c.Receipts {
+					if res := receipts.Verify(r, receipts.Options{Keys: cfg.Keys}); res.KID != "" {
+						v.Issuers[res.KID] = true
+					}
+				}
+			}
+		}
+	}
+	err := Scan(ctx, cfg.Fetcher, cfg.Size, cfg.Root, NewRange(), v.Add)
+	var rm *RootMismatchError
+	if errors.As(err, &rm) {
+		f, ferr := rootMismatch(ctx, cfg.Fetcher, cfg.Size, rm)
+		if ferr != nil {
+			return nil, ferr
+		}
+		findings = append(findings, f)
+		// What the log served at that index is not in its tree: a bad
+		// entry there is the mismatch itself, not an entry the log holds.
+		v.findings = slices.DeleteFunc(v.findings, func(b Finding) bool { return b.Kind == KindBadEntry && b.Index == f.Index })
+	} else if err != nil {
+		return nil, fmt.Errorf("reading the log: %w", err)
+	}
+
+	if len(chains) > 0 {
+		findings = append(findings, compare(v, chains, presented)...)
+	}
+	findings = append(findings, v.LogFindings()...)
+	for _, r := range v.records {
+		if isExecution(r) {
+			if _, logged := v.byHash[r.DecisionReceiptHash]; !logged && !presented[r.DecisionReceiptHash] {
+				findings = append(findings, Finding{Kind: KindUnlinkedExecution, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
+					Message: fmt.Sprintf("session %q: logged execution %d links a decision that is neither logged nor presented", r.Session, r.Sequence),
+					records: []*Record{r}})
+			}
+		}
+	}
+	for _, issuer := range sortedKeys(v.issuers) {
+		if n := v.issuers[issuer].legacy; n > 0 {
+			findings = append(findings, Finding{Kind: KindUndecidedLegacy, Issuer: issuer, Notice: true,
+				Message: fmt.Sprintf("issuer %s: %d logged receipts carry no issuer_sequence; omissions among them cannot be decided from the log", issuer, n)})
+		}
+	}
+	if err := prove(ctx, cfg.Fetcher, cfg.Checkpoint, cfg.Size, findings); err != nil {
+		return nil, err
+	}
+	if cfg.EvidenceDir != "" {
+		if err := writeEvidence(cfg.EvidenceDir, findings); err != nil {
+			return nil, err
+		}
+	}
+	return findings, nil
+}
+
+// checkChain verifies one presented chain and notes its receipts' hashes.
+func checkChain(keys *receipts.KeySet, c Chain, presented map[string]bool) []Finding {
+	var out []Finding
+	for i, res := range receipts.VerifyChain(c.Receipts, receipts.Options{Keys: keys}) {
+		if res.Hash != "" {
+			presented[res.Hash] = true
+		}
+		if res.Outcome != receipts.Valid {
+			out = append(out, Finding{Kind: KindInvalidReceipt, Issuer: res.KID, Source: c.Source, Sequence: int64(i + 1),
+				Message: fmt.Sprintf("%s receipt %d: %s: %s: %s", c.Source, i+1, res.Outcome, res.Cause, res.Detail)})
+		}
+	}
+	return out
+}
+
+// compare finds presented receipts missing from the log, and selected
+// logged receipts missing from what was presented.
+func compare(v *View, chains []Chain, presented map[string]bool) []Finding {
+	var out []Finding
+	for _, c := range chains {
+		for i, r := range c.Receipts {
+			h, err := receipts.Hash(r)
+			if err != nil {
+				continue // reported by checkChain
+			}
+			if _, ok := v.byHash[h]; ok {
+				continue
+			}
+			var p struct {
+				Payload struct {
+					IssuerID  string `json:"issuer_id"`
+					SessionID string `json:"session_id"`
+					Sequence  int64  `json:"sequence"`
+				} `json:"payload"`
+			}
+			json.Unmarshal(r, &p)
+			rec := &Record{Issuer: p.Payload.IssuerID, Session: p.Payload.SessionID}
+			rec.Sequence = p.Payload.Sequence
+			if !v.selected(rec) {
+				continue
+			}
+			out = append(out, Finding{Kind: KindDropped, Issuer: rec.Issuer, Session: rec.Session, Sequence: rec.Sequence, Source: c.Source,
+				Message: fmt.Sprintf("%s receipt %d (session %q, sequence %d, %s) is not in the log of size %d", c.Source, i+1, rec.Session, rec.Sequence, h, v.size)})
+		}
+	}
+	for _, r := range v.records {
+		// Issuer checkpoints belong to no session chain: nobody presents them.
+		if !presented[r.Hash] && r.LifecycleEvent != "issuer_checkpoint" {
+			out = append(out, Finding{Kind: KindWithheld, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
+				Message: fmt.Sprintf("log entry %d (session %q, sequence %d, %s) was not presented", r.Index, r.Session, r.Sequence, r.Hash),
+				records: []*Record{r}})
+		}
+	}
+	return out
+}
+
+// rootMismatch turns a root mismatch into a finding whose evidence is the
+// first entry the log serves that its own tiles (and so its signed root)
+// do not contain: the entry, and the inclusion proof of the leaf hash the
+// tree has at that index.
+func rootMismatch(ctx context.Context, fetcher Fetcher, size uint64, rm *RootMismatchError) (Finding, error) {
+	f := Finding{Kind: KindRootMismatch, Message: rm.Error()}
+	for first := uint64(0); first < size; first += 256 {
+		n := min(256, size-first)
+		want, err := client.FetchLeafHashes(ctx, fetcher.ReadTile, first, n, size)
+		if err != nil {
+			return f, fmt.Errorf("reading leaf tiles: %w", err)
+		}
+		b, err := client.GetEntryBundle(ctx, fetcher.ReadEntryBundle, first/256, size)
+		if err != nil {
+			return f, fmt.Errorf("reading entry bundle: %w", err)
+		}
+		for i := range want {
+			if i >= len(b.Entries) || string(leafHash(b.Entries[i])) != string(want[i]) {
+				idx := first + uint64(i)
+				f.Index = idx
+				f.Message = fmt.Sprintf("log entry %d as served does not hash to the leaf the signed tree holds at %d: %v", idx, idx, rm)
+				var leaf []byte
+				if i < len(b.Entries) {
+					leaf = b.Entries[i]
+				}
+				f.evidence = &Evidence{Kind: KindRootMismatch, Entries: []EvidenceEntry{{Index: idx}}, TreeLeafHash: b64s([][]byte{want[i]})[0]}
+				_ = leaf
+				return f, nil
+			}
+		}
+	}
+	return f, nil
+}
+
+func writeEvidence(dir string, findings []Finding) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("evidence directory: %w", err)
+	}
+	n := 0
+	for i := range findings {
+		f := &findings[i]
+		if f.evidence == nil {
+			continue
+		}
+		n++
+		b, err := json.MarshalIndent(f.evidence, "", "  ")
+		if err != nil {
+			return err
+		}
+		name := filepath.Join(dir, fmt.Sprintf("%03d-%s.json", n, f.Kind))
+		if err := os.WriteFile(name, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing evidence: %w", err)
+		}
+		f.EvidenceFile = name
+	}
+	return nil
+}
+
+func set(xs []string) map[string]bool {
+	if len(xs) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}

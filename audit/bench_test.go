@@ -1,0 +1,197 @@
+package audit
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/tessera"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/client"
+	"github.com/transparency-dev/tessera/storage/posix"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/docketlog/docket/receipts"
+)
+
+var benchN = flag.Int("audit.n", 20000, "entries in the log BenchmarkAudit reads (generated once into the temp directory)")
+
+// benchLog returns the directory of a Tessera POSIX log of n Docket entries
+// (100 issuers, 10 sessions each, chained), generating it on first use, and
+// its log key.
+func benchLog(b *testing.B, n int) (string, note.Verifier) {
+	b.Helper()
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("docket-audit-bench-%d", n))
+	keyFile := filepath.Join(dir, "log.vkey")
+	skeyFile := filepath.Join(dir, "log.skey")
+	if vkey, err := os.ReadFile(keyFile); err == nil {
+		v, err := note.NewVerifier(string(vkey))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return filepath.Join(dir, "log"), v
+	}
+	os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	skey, vkey, err := note.GenerateKey(rand.Reader, "bench.example/audit")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("generating a log of %d entries in %s", n, dir)
+	if err := generateLog(b.Context(), filepath.Join(dir, "log"), skey, n); err != nil {
+		b.Fatal(err)
+	}
+	os.WriteFile(skeyFile, []byte(skey), 0o600)
+	if err := os.WriteFile(keyFile, []byte(vkey), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	v, _ := note.NewVerifier(vkey)
+	return filepath.Join(dir, "log"), v
+}
+
+// generateLog writes n signed, chained receipts of 100 issuers to a new
+// Tessera POSIX log at dir, signing on all cores.
+func generateLog(ctx context.Context, dir, skey string, n int) error {
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		return err
+	}
+	driver, err := posix.New(ctx, posix.Config{Path: dir})
+	if err != nil {
+		return err
+	}
+	app, shutdown, reader, err := tessera.NewAppender(ctx, driver, tessera.NewAppendOptions().
+		WithCheckpointSigner(signer).WithCheckpointInterval(time.Second).WithBatching(4096, 100*time.Millisecond).
+		WithPushback(1<<20))
+	if err != nil {
+		return err
+	}
+	const issuers = 100
+	type iss struct {
+		key   ed25519.PrivateKey
+		pub   ed25519.PublicKey
+		seq   int64
+		heads [10]string
+		sseq  [10]int64
+	}
+	all := make([]*iss, issuers)
+	for i := range all {
+		pub, key, _ := ed25519.GenerateKey(rand.Reader)
+		all[i] = &iss{key: key, pub: pub}
+	}
+	// Leaves are signed in order per issuer, issuers in parallel.
+	leaves := make([][]byte, n)
+	var wg sync.WaitGroup
+	for w := range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < issuers; i += runtime.GOMAXPROCS(0) {
+				is := all[i]
+				for j := i; j < n; j += issuers {
+					s := (j / issuers) % 10
+					is.seq++
+					is.sseq[s]++
+					p := receipts.Payload{Type: receipts.TypeDecision, SessionID: fmt.Sprintf("session-%d", s), Sequence: is.sseq[s],
+						PreviousReceiptHash: is.heads[s], HookEvent: "PreToolUse", Agent: "claude-code", ToolName: "Bash",
+						ToolInputHash: fmt.Sprintf("sha256:%064x", j), Decision: receipts.Deny, Reason: "cedar_deny",
+						PolicyDigest: "sha256:" + fmt.Sprintf("%064x", 1), PolicyIDs: []string{"deny-rm-rf"}, IssuerSequence: is.seq}
+					r, err := receipts.Sign(is.key, p)
+					if err != nil {
+						panic(err)
+					}
+					is.heads[s] = receipts.ChainHash(r)
+					leaf, err := receipts.NewEntry(is.pub, r)
+					if err != nil {
+						panic(err)
+					}
+					leaves[j] = leaf
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	futures := make([]tessera.IndexFuture, n)
+	for i, leaf := range leaves {
+		futures[i] = app.Add(ctx, tessera.NewEntry(leaf))
+	}
+	awaiter := tessera.NewPublicationAwaiter(ctx, reader.ReadCheckpoint, 100*time.Millisecond)
+	if _, _, err := awaiter.Await(ctx, futures[n-1]); err != nil {
+		return err
+	}
+	return shutdown(ctx)
+}
+
+// BenchmarkAudit reads a whole log with every signature checked and its
+// root recomputed, from the storage directory and over loopback HTTP, next
+// to Tessera's own client merely streaming the same bundles. Run with
+// -audit.n=1000000 for the README's figure.
+func BenchmarkAudit(b *testing.B) {
+	dir, v := benchLog(b, *benchN)
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	b.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL + "/")
+	hf, err := client.NewHTTPFetcher(u, srv.Client())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, src := range []struct {
+		name string
+		f    Fetcher
+	}{{"local", client.FileFetcher{Root: dir}}, {"http", hf}} {
+		raw, err := src.f.ReadCheckpoint(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		cp, _, _, err := log.ParseCheckpoint(raw, v.Name(), v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("scan-"+src.name, func(b *testing.B) {
+			for b.Loop() {
+				view := NewView()
+				if err := Scan(b.Context(), src.f, cp.Size, cp.Hash, NewRange(), view.Add); err != nil {
+					b.Fatal(err)
+				}
+				if view.Size() != cp.Size || len(view.LogFindings()) != 10*100 { // every session is open
+					b.Fatalf("read %d entries, %d findings", view.Size(), len(view.LogFindings()))
+				}
+			}
+			b.ReportMetric(float64(cp.Size)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+		})
+		b.Run("tessera-stream-"+src.name, func(b *testing.B) {
+			for b.Loop() {
+				sizeFn := func(context.Context) (uint64, error) { return cp.Size, nil }
+				var n uint64
+				for bundle, err := range client.EntryBundles(b.Context(), uint(2*runtime.GOMAXPROCS(0)+2), sizeFn, src.f.ReadEntryBundle, 0, cp.Size) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					var eb api.EntryBundle
+					if err := eb.UnmarshalText(bundle.Data); err != nil {
+						b.Fatal(err)
+					}
+					n += uint64(bundle.RangeInfo.N)
+				}
+				if n != cp.Size {
+					b.Fatalf("streamed %d entries, want %d", n, cp.Size)
+				}
+			}
+			b.ReportMetric(float64(cp.Size)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+		})
+	}
+}

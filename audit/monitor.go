@@ -1,0 +1,499 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/client"
+
+	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/receipts"
+)
+
+// MonitorConfig configures a Monitor.
+type MonitorConfig struct {
+	// Fetcher reads the log.
+	Fetcher Fetcher
+	// Verifier checks each checkpoint: the log's signature and the witness
+	// quorum.
+	Verifier *c2sp.ProofVerifier
+	// Witnesses whose latest cosigned checkpoint of the log is compared with
+	// the log's, to catch a split view: their URL prefixes (the policy's
+	// witness URLs). HTTPClient fetches them (nil: http.DefaultClient).
+	Witnesses  []string
+	HTTPClient *http.Client
+	// StateDir holds the monitor's state (state.json) and its evidence files
+	// (evidence/).
+	StateDir string
+	// Keys, if set, are the known issuers: an entry of any other issuer is
+	// an unknown_issuer alert.
+	Keys *receipts.KeySet
+	// AlertDeny makes every logged deny decision a (notice) alert.
+	AlertDeny bool
+	// Stale, if positive, raises stale_log when the log has not grown for
+	// that long.
+	Stale time.Duration
+	// Exec, if set, is run through sh -c for each alert, with
+	// DOCKET_ALERT_KIND, DOCKET_ALERT_MESSAGE and DOCKET_EVIDENCE (the
+	// evidence file, if any) in its environment.
+	Exec string
+	// Alerts receives one JSON object per alert and line; Human one line
+	// per alert for people. Either may be nil.
+	Alerts, Human io.Writer
+	// Progress, if set, receives catch-up progress (entries/s, ETA); pass a
+	// terminal only.
+	Progress io.Writer
+	Logger   *slog.Logger
+}
+
+// A Monitor follows one log: each Poll verifies the new checkpoint (log
+// signature, witness quorum, consistency with the last one it verified),
+// reads and verifies every new entry, recomputes the root, checks chains,
+// issuer sequences and equivocation against what it has seen, compares the
+// witnesses' views, and writes an alert, with evidence, for each finding.
+// Its state is committed only after the alerts for it are written, so a
+// crash re-alerts rather than forgets. A Monitor is not safe for concurrent
+// use.
+type Monitor struct {
+	cfg MonitorConfig
+	st  monitorState
+}
+
+type monitorState struct {
+	Checkpoint string            `json:"checkpoint,omitempty"`
+	Size       uint64            `json:"size"`
+	Range      [][]byte          `json:"range,omitempty"`
+	Sessions   map[string]head   `json:"sessions,omitempty"` // issuer + " " + session
+	Issuers    map[string]*ihead `json:"issuers,omitempty"`
+	Grew       time.Time         `json:"grew"`
+	Stale      bool              `json:"stale_alerted,omitempty"`
+}
+
+type head struct {
+	Seq   int64  `json:"seq"`
+	Hash  string `json:"hash"`
+	Index uint64 `json:"index"`
+}
+
+type ihead struct {
+	Max     int64      `json:"max"`
+	Missing [][2]int64 `json:"missing,omitempty"` // ranges [a, b] of numbers below Max not yet seen
+}
+
+// NewMonitor loads the monitor's state from cfg.StateDir, or starts empty.
+func NewMonitor(cfg MonitorConfig) (*Monitor, error) {
+	if cfg.Fetcher == nil || cfg.Verifier == nil || cfg.StateDir == "" {
+		return nil, errors.New("monitor: Fetcher, Verifier and StateDir are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
+	}
+	m := &Monitor{cfg: cfg}
+	b, err := os.ReadFile(m.statePath())
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("monitor state: %w", err)
+	default:
+		if err := json.Unmarshal(b, &m.st); err != nil {
+			return nil, fmt.Errorf("monitor state %s: %w", m.statePath(), err)
+		}
+	}
+	if m.st.Sessions == nil {
+		m.st.Sessions = make(map[string]head)
+		m.st.Issuers = make(map[string]*ihead)
+	}
+	return m, nil
+}
+
+func (m *Monitor) statePath() string { return filepath.Join(m.cfg.StateDir, "state.json") }
+
+// Size returns the size of the last verified checkpoint.
+func (m *Monitor) Size() uint64 { return m.st.Size }
+
+// Poll runs one round and returns its alerts. An error means the round
+// could not be completed (the log or a checkpoint could not be read or
+// verified); the state is then unchanged.
+func (m *Monitor) Poll(ctx context.Context) ([]Finding, error) {
+	raw, err := m.cfg.Fetcher.ReadCheckpoint(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading checkpoint: %w", err)
+	}
+	cp, err := m.cfg.Verifier.VerifyCheckpoint(raw)
+	if err != nil {
+		return nil, err
+	}
+	var alerts []Finding
+	next := m.st // copied; maps are shared but only written on success paths below
+	switch {
+	case m.st.Checkpoint == "" || cp.Size > m.st.Size:
+		a, ok, err := m.grow(ctx, raw, cp, &next)
+		if err != nil {
+			return nil, err
+		}
+		alerts = append(alerts, a...)
+		if !ok {
+			return m.commit(ctx, alerts, raw, cp.Size, nil)
+		}
+	case cp.Size == m.st.Size && !bytes.Equal(raw, []byte(m.st.Checkpoint)):
+		old, _ := c2sp.ParseCheckpoint(noteText(m.st.Checkpoint))
+		if old != nil && !bytes.Equal(old.Root, cp.Root) {
+			alerts = append(alerts, forkFinding(KindFork, fmt.Sprintf("the log signed two different roots for size %d", cp.Size),
+				&Evidence{Kind: KindFork, Checkpoints: []string{m.st.Checkpoint, string(raw)}}))
+			return m.commit(ctx, alerts, raw, cp.Size, nil)
+		}
+	case cp.Size < m.st.Size:
+		alerts = append(alerts, forkFinding(KindFork, fmt.Sprintf("the log now serves size %d after signing size %d", cp.Size, m.st.Size),
+			&Evidence{Kind: KindFork, Checkpoints: []string{m.st.Checkpoint, string(raw)}}))
+		return m.commit(ctx, alerts, raw, cp.Size, nil)
+	}
+	if cp.Size > m.st.Size || m.st.Checkpoint == "" {
+		next.Grew, next.Stale = time.Now(), false
+	} else if m.cfg.Stale > 0 && !m.st.Grew.IsZero() && time.Since(m.st.Grew) > m.cfg.Stale && !m.st.Stale {
+		alerts = append(alerts, Finding{Kind: KindStaleLog, Message: fmt.Sprintf("the log has not grown past size %d since %s", cp.Size, m.st.Grew.UTC().Format(time.RFC3339))})
+		next.Stale = true
+	}
+	next.Checkpoint, next.Size = string(raw), cp.Size
+	alerts = append(alerts, m.witnessViews(ctx, raw, cp)...)
+	return m.commit(ctx, alerts, raw, cp.Size, &next)
+}
+
+// grow verifies the log's growth from the stored checkpoint to cp and reads
+// the new entries. ok is false when the growth itself is a finding (a fork
+// or a root mismatch): the new entries are then not taken in.
+func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, next *monitorState) (alerts []Finding, ok bool, err error) {
+	if m.st.Size > 0 {
+		pb, err := client.NewProofBuilder(ctx, cp.Size, m.cfg.Fetcher.ReadTile)
+		if err != nil {
+			return nil, false, err
+		}
+		path, err := pb.ConsistencyProof(ctx, m.st.Size, cp.Size)
+		if err != nil {
+			return nil, false, fmt.Errorf("consistency proof: %w", err)
+		}
+		old, _ := c2sp.ParseCheckpoint(noteText(m.st.Checkpoint))
+		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, m.st.Size, cp.Size, path, old.Root, cp.Root); err != nil {
+			ev, eerr := ForkEvidence(ctx, m.cfg.Fetcher, []byte(m.st.Checkpoint), m.st.Size, raw, cp.Size)
+			if eerr != nil {
+				return nil, false, eerr
+			}
+			f := forkFinding(KindFork, fmt.Sprintf("the log's checkpoint of size %d is not consistent with its checkpoint of size %d: %v", cp.Size, m.st.Size, err), ev)
+			if _, verr := VerifyEvidence(ev, m.cfg.Verifier.LogKey()); verr != nil {
+				// The tiles do not even reproduce the new root: the log
+				// serves tiles that its checkpoint does not sign.
+				f.Kind, f.Message, f.evidence = KindRootMismatch, f.Message+" (its tiles do not match its own checkpoint: "+verr.Error()+")", nil
+			}
+			return []Finding{f}, false, nil
+		}
+	}
+	rng, err := RestoreRange(m.st.Size, m.st.Range)
+	if err != nil {
+		return nil, false, fmt.Errorf("monitor state: %w", err)
+	}
+	progress := newProgress(m.cfg.Progress, m.st.Size, cp.Size)
+	sessions := make(map[string]head, len(m.st.Sessions))
+	for k, v := range m.st.Sessions {
+		sessions[k] = v
+	}
+	issuers := make(map[string]*ihead, len(m.st.Issuers))
+	for k, v := range m.st.Issuers {
+		c := *v
+		issuers[k] = &c
+	}
+	var later []suspect
+	visit := func(r *Record, bad *BadEntry) error {
+		progress.tick()
+		if bad != nil {
+			alerts = append(alerts, Finding{Kind: KindBadEntry, Index: bad.Index, Message: fmt.Sprintf("log entry %d is not a valid Docket entry: %v", bad.Index, bad.Err),
+				evidence: &Evidence{Kind: KindBadEntry, Entries: []EvidenceEntry{{Index: bad.Index}}}})
+			return nil
+		}
+		alerts = append(alerts, m.check(r, sessions, issuers, &later)...)
+		return nil
+	}
+	err = Scan(ctx, m.cfg.Fetcher, cp.Size, cp.Root, rng, visit)
+	progress.done()
+	var rm *RootMismatchError
+	if errors.As(err, &rm) {
+		f, ferr := rootMismatch(ctx, m.cfg.Fetcher, cp.Size, rm)
+		if ferr != nil {
+			return nil, false, ferr
+		}
+		return []Finding{f}, false, nil
+	} else if err != nil {
+		return nil, false, err
+	}
+	for _, sus := range later {
+		f, err := m.findEarlier(ctx, sus)
+		if err != nil {
+			return nil, false, err
+		}
+		if f != nil {
+			alerts = append(alerts, *f)
+		}
+	}
+	next.Range, next.Sessions, next.Issuers = rng.Hashes(), sessions, issuers
+	return alerts, true, nil
+}
+
+// check compares one new entry with what the monitor has seen.
+func (m *Monitor) check(r *Record, sessions map[string]head, issuers map[string]*ihead, later *[]suspect) []Finding {
+	var out []Finding
+	if m.cfg.Keys != nil && !m.cfg.Keys.Has(r.Issuer) {
+		out = append(out, Finding{Kind: KindUnknownIssuer, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
+			Message: fmt.Sprintf("log entry %d is signed by %s, which is not a known issuer", r.Index, r.Issuer), records: []*Record{r}})
+	}
+	if m.cfg.AlertDeny && r.Decision == receipts.Deny && r.HookEvent == "PreToolUse" {
+		out = append(out, Finding{Kind: KindDenyDecision, Notice: true, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
+			Message: fmt.Sprintf("session %q: deny decision %d on %s (%s)", r.Session, r.Sequence, r.ToolName, r.Reason)})
+	}
+	if r.Sequence > 0 && r.Session != "" {
+		key := r.Issuer + " " + r.Session
+		h, seen := sessions[key]
+		switch {
+		case !seen || r.Sequence > h.Seq+1:
+		case r.Sequence == h.Seq+1:
+			if r.PreviousReceiptHash != h.Hash {
+				out = append(out, m.earlier(KindChainBreak, r, h.Index, fmt.Sprintf("session %q: receipt %d does not link receipt %d (log entries %d, %d)", r.Session, r.Sequence, h.Seq, h.Index, r.Index)))
+			}
+		default:
+			*later = append(*later, suspect{r, func(e *Record) bool {
+				return e.Issuer == r.Issuer && e.Session == r.Session && e.Sequence == r.Sequence
+			}, fmt.Sprintf("session %q sequence %d", r.Session, r.Sequence)})
+		}
+		if !seen || r.Sequence > h.Seq {
+			sessions[key] = head{Seq: r.Sequence, Hash: r.Hash, Index: r.Index}
+		}
+	}
+	if r.IssuerSequence > 0 {
+		ih := issuers[r.Issuer]
+		if ih == nil {
+			ih = &ihead{}
+			issuers[r.Issuer] = ih
+		}
+		switch n := r.IssuerSequence; {
+		case n > ih.Max:
+			if n > ih.Max+1 {
+				ih.Missing = append(ih.Missing, [2]int64{ih.Max + 1, n - 1})
+			}
+			ih.Max = n
+		case ih.take(n):
+		case len(*later) > 0 && (*later)[len(*later)-1].r == r:
+			// Already suspected for its session sequence.
+		default:
+			*later = append(*later, suspect{r, func(e *Record) bool {
+				return e.Issuer == r.Issuer && e.IssuerSequence == r.IssuerSequence
+			}, fmt.Sprintf("issuer_sequence %d", r.IssuerSequence)})
+		}
+		if r.LifecycleEvent == "issuer_checkpoint" {
+			for _, g := range ih.Missing {
+				if g[0] <= r.IssuerHighWater {
+					out = append(out, Finding{Kind: KindIssuerSequenceGap, Issuer: r.Issuer, Sequence: g[0], Index: r.Index,
+						Message: fmt.Sprintf("issuer %s: issuer_sequence %d-%d missing from the log, though its checkpoint at entry %d counts up to %d", r.Issuer, g[0], min(g[1], r.IssuerHighWater), r.Index, r.IssuerHighWater),
+						records: []*Record{r}})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// take removes n from the missing ranges, reporting whether it was missing.
+func (h *ihead) take(n int64) bool {
+	for i, g := range h.Missing {
+		if n < g[0] || n > g[1] {
+			continue
+		}
+		var repl [][2]int64
+		if g[0] < n {
+			repl = append(repl, [2]int64{g[0], n - 1})
+		}
+		if n < g[1] {
+			repl = append(repl, [2]int64{n + 1, g[1]})
+		}
+		h.Missing = append(h.Missing[:i], append(repl, h.Missing[i+1:]...)...)
+		return true
+	}
+	return false
+}
+
+// earlier is a finding about r and the earlier entry at index idx, whose
+// evidence prove reads back.
+func (m *Monitor) earlier(kind string, r *Record, idx uint64, msg string) Finding {
+	return Finding{Kind: kind, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index, Message: msg,
+		records: []*Record{{Index: idx}, r}}
+}
+
+// A suspect is an entry that reuses a position (a session sequence or an
+// issuer_sequence) that an earlier entry holds.
+type suspect struct {
+	r     *Record
+	match func(*Record) bool
+	what  string
+}
+
+// findEarlier rescans the log for the earlier entry that a suspect
+// equivocates with. It runs only when equivocation is suspected.
+func (m *Monitor) findEarlier(ctx context.Context, s suspect) (*Finding, error) {
+	found := errors.New("found")
+	var prev *Record
+	err := Scan(ctx, m.cfg.Fetcher, s.r.Index, nil, NewRange(), func(e *Record, _ *BadEntry) error {
+		if e != nil && s.match(e) && e.Hash != s.r.Hash {
+			prev = e
+			return found
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, found) && !errors.Is(err, ErrRootMismatch) {
+		return nil, err
+	}
+	if prev == nil {
+		return nil, nil
+	}
+	r := s.r
+	return &Finding{Kind: KindEquivocation, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
+		Message: fmt.Sprintf("issuer %s signed two different receipts for %s: log entries %d and %d", r.Issuer, s.what, prev.Index, r.Index),
+		records: []*Record{prev, r}}, nil
+}
+
+// witnessViews compares each witness's latest cosigned checkpoint of the
+// log with cp.
+func (m *Monitor) witnessViews(ctx context.Context, raw []byte, cp *c2sp.Checkpoint) []Finding {
+	var out []Finding
+	for _, w := range m.cfg.Witnesses {
+		u := strings.TrimSuffix(w, "/") + "/" + c2sp.LogID(cp.Origin) + "/checkpoint"
+		wraw, err := m.get(ctx, u)
+		if err != nil {
+			m.cfg.Logger.Warn("witness view", "witness", w, "err", err)
+			continue
+		}
+		wcp, err := c2sp.OpenCheckpoint(m.cfg.Verifier.LogKey(), wraw)
+		if err != nil {
+			m.cfg.Logger.Warn("witness view", "witness", w, "err", err)
+			continue
+		}
+		var ev *Evidence
+		switch {
+		case wcp.Size == cp.Size && !bytes.Equal(wcp.Root, cp.Root):
+			ev = &Evidence{Kind: KindWitnessSplitView, Checkpoints: []string{string(wraw), string(raw)}}
+		case wcp.Size < cp.Size && wcp.Size > 0:
+			ev, err = ForkEvidence(ctx, m.cfg.Fetcher, wraw, wcp.Size, raw, cp.Size)
+			if err != nil {
+				m.cfg.Logger.Warn("witness view", "witness", w, "err", err)
+				continue
+			}
+			ev.Kind = KindWitnessSplitView
+			if _, err := VerifyEvidence(ev, m.cfg.Verifier.LogKey()); err != nil {
+				continue // consistent (or unprovable): no split view shown
+			}
+		default:
+			continue
+		}
+		out = append(out, forkFinding(KindWitnessSplitView, fmt.Sprintf("witness %s holds the log's checkpoint of size %d, inconsistent with the log's checkpoint of size %d", w, wcp.Size, cp.Size), ev))
+	}
+	return out
+}
+
+func (m *Monitor) get(ctx context.Context, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := m.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return b, nil
+}
+
+// commit writes the alerts (evidence, JSON lines, human lines, exec) and
+// then, if next is not nil, the new state.
+func (m *Monitor) commit(ctx context.Context, alerts []Finding, raw []byte, size uint64, next *monitorState) ([]Finding, error) {
+	if err := prove(ctx, m.cfg.Fetcher, raw, size, alerts); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(m.cfg.StateDir, "evidence", fmt.Sprint(size))
+	if err := writeEvidence(dir, alerts); err != nil {
+		return nil, err
+	}
+	for _, a := range alerts {
+		if m.cfg.Alerts != nil {
+			b, _ := json.Marshal(a)
+			if _, err := m.cfg.Alerts.Write(append(b, '\n')); err != nil {
+				return nil, fmt.Errorf("writing alert: %w", err)
+			}
+		}
+		if m.cfg.Human != nil {
+			fmt.Fprintln(m.cfg.Human, "docket: alert:", a.String())
+		}
+		if m.cfg.Exec != "" {
+			cmd := exec.CommandContext(ctx, "sh", "-c", m.cfg.Exec)
+			cmd.Env = append(os.Environ(), "DOCKET_ALERT_KIND="+a.Kind, "DOCKET_ALERT_MESSAGE="+a.Message, "DOCKET_EVIDENCE="+a.EvidenceFile)
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				m.cfg.Logger.Warn("alert command failed", "kind", a.Kind, "err", err)
+			}
+		}
+	}
+	if next == nil {
+		return alerts, nil
+	}
+	b, err := json.Marshal(next)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(m.statePath(), b); err != nil {
+		return nil, fmt.Errorf("saving monitor state: %w", err)
+	}
+	m.st = *next
+	return alerts, nil
+}
+
+// Run polls every interval until ctx is done, returning the first error.
+func (m *Monitor) Run(ctx context.Context, interval time.Duration) error {
+	for {
+		if _, err := m.Poll(ctx); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+}
+
+func forkFinding(kind, msg string, ev *Evidence) Finding {
+	ev.Message = msg
+	return Finding{Kind: kind, Message: msg, evidence: ev}
+}
+
+// noteText returns the text of a signed note, without its signatures.
+func noteText(signed string) []byte {
+	text, _, _ := strings.Cut(signed, "\n\n")
+	return []byte(text + "\n")
+}

@@ -1,0 +1,253 @@
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/client"
+
+	"github.com/docketlog/docket/receipts"
+)
+
+// A Fetcher reads a log's tlog-tiles resources. Tessera's client.HTTPFetcher
+// (a log's URL) and client.FileFetcher (a POSIX storage directory) are both
+// Fetchers. ReadEntryBundle with p > 0 asks for a partial bundle of p entries.
+type Fetcher interface {
+	ReadCheckpoint(ctx context.Context) ([]byte, error)
+	ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error)
+	ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error)
+}
+
+// A Record is what an audit keeps of one logged receipt: where it is, its
+// chain hash, and the payload members the checks need.
+type Record struct {
+	Index uint64
+	// Hash is the receipt's chain hash, "sha256:" + hex SHA-256 of its JCS bytes.
+	Hash    string
+	Issuer  string
+	Session string
+	Payload
+}
+
+// Payload holds the members of a Docket payload that an audit reads.
+type Payload struct {
+	Type                string   `json:"type"`
+	IssuedAt            string   `json:"issued_at"`
+	Sequence            int64    `json:"sequence"`
+	PreviousReceiptHash string   `json:"previousReceiptHash"`
+	HookEvent           string   `json:"hook_event"`
+	ToolName            string   `json:"tool_name"`
+	ToolUseID           string   `json:"tool_use_id"`
+	ToolInputHash       string   `json:"tool_input_hash"`
+	Decision            string   `json:"decision"`
+	Reason              string   `json:"reason"`
+	DecisionReceiptHash string   `json:"decision_receipt_hash"`
+	LifecycleEvent      string   `json:"lifecycle_event"`
+	IssuerSequence      int64    `json:"issuer_sequence"`
+	FinalSequence       int64    `json:"final_sequence"`
+	HeadHash            string   `json:"head_hash"`
+	IssuerHighWater     int64    `json:"issuer_high_water"`
+	OpenSessions        []string `json:"open_sessions"`
+}
+
+// A BadEntry is a log entry that is not a valid Docket entry: the log should
+// have refused it.
+type BadEntry struct {
+	Index uint64
+	Leaf  []byte
+	Err   error
+}
+
+// ErrRootMismatch reports that the entries a log served do not hash to the
+// root of the checkpoint they were read under.
+var ErrRootMismatch = errors.New("entries do not hash to the checkpoint's root")
+
+// A RootMismatchError is the evidence of ErrRootMismatch: the range read and
+// the root recomputed from it.
+type RootMismatchError struct {
+	Size       uint64
+	Want, Got  []byte
+	FirstIndex uint64
+}
+
+func (e *RootMismatchError) Error() string {
+	return fmt.Sprintf("%v: entries [%d, %d) give root %x, checkpoint says %x", ErrRootMismatch, e.FirstIndex, e.Size, e.Got, e.Want)
+}
+
+func (e *RootMismatchError) Unwrap() error { return ErrRootMismatch }
+
+// NewRange returns the compact range of an empty tree, to pass to Scan.
+func NewRange() *compact.Range {
+	return rangeFactory.NewEmptyRange(0)
+}
+
+var rangeFactory = compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+
+// RestoreRange returns the compact range [0, size) from its hashes, as
+// Range.Hashes returned them.
+func RestoreRange(size uint64, hashes [][]byte) (*compact.Range, error) {
+	return rangeFactory.NewRange(0, size, hashes)
+}
+
+// Scan reads the entries [rng.End(), size) of the log, verifies each one
+// (strict entry form, kid, Ed25519 signature) on all cores, and calls visit
+// for each in index order with its record, or with a BadEntry for an entry
+// that does not verify. It appends every leaf hash to rng and, once all are
+// read, checks that rng's root is root: a fetch path that adds, drops,
+// reorders or alters an entry cannot go unnoticed. On a mismatch it returns a
+// *RootMismatchError.
+func Scan(ctx context.Context, f Fetcher, size uint64, root []byte, rng *compact.Range, visit func(*Record, *BadEntry) error) error {
+	from := rng.End()
+	if size < from {
+		return fmt.Errorf("checkpoint size %d is below the %d entries already read", size, from)
+	}
+	if size > from {
+		if err := scanRange(ctx, f, from, size, rng, visit); err != nil {
+			return err
+		}
+	}
+	got, err := rng.GetRootHash(nil)
+	if err != nil {
+		return fmt.Errorf("computing root: %w", err)
+	}
+	if string(got) != string(root) {
+		return &RootMismatchError{Size: size, Want: root, Got: got, FirstIndex: from}
+	}
+	return nil
+}
+
+type parsedBundle struct {
+	first   uint64
+	hashes  [][]byte
+	records []*Record
+	bad     []*BadEntry
+	err     error
+}
+
+func scanRange(ctx context.Context, f Fetcher, from, size uint64, rng *compact.Range, visit func(*Record, *BadEntry) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := runtime.GOMAXPROCS(0)
+	sizeFn := func(context.Context) (uint64, error) { return size, nil }
+	bundles := client.EntryBundles(ctx, uint(2*workers+2), sizeFn, f.ReadEntryBundle, from, size-from)
+
+	// Bundles are parsed by a pool of workers and consumed in order through
+	// a queue of futures.
+	queue := make(chan chan parsedBundle, 2*workers)
+	sem := make(chan struct{}, workers)
+	go func() {
+		defer close(queue)
+		for b, err := range bundles {
+			c := make(chan parsedBundle, 1)
+			select {
+			case queue <- c:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				c <- parsedBundle{err: fmt.Errorf("reading entry bundle: %w", err)}
+				return
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				c <- parsedBundle{err: ctx.Err()}
+				return
+			}
+			go func() {
+				defer func() { <-sem }()
+				c <- parseBundle(b)
+			}()
+		}
+	}()
+	next := from
+	for c := range queue {
+		pb := <-c
+		if pb.err != nil {
+			return pb.err
+		}
+		if pb.first != next {
+			return fmt.Errorf("entry bundle starts at %d, want %d", pb.first, next)
+		}
+		for i, h := range pb.hashes {
+			if err := rng.Append(h, nil); err != nil {
+				return err
+			}
+			r, bad := pb.records[i], pb.bad[i]
+			if err := visit(r, bad); err != nil {
+				return err
+			}
+		}
+		next += uint64(len(pb.hashes))
+	}
+	if next != size {
+		return fmt.Errorf("read entries up to %d, want %d", next, size)
+	}
+	return nil
+}
+
+func parseBundle(b client.Bundle) parsedBundle {
+	var eb api.EntryBundle
+	if err := eb.UnmarshalText(b.Data); err != nil {
+		return parsedBundle{err: fmt.Errorf("entry bundle %d: %w", b.RangeInfo.Index, err)}
+	}
+	ri := b.RangeInfo
+	if uint(len(eb.Entries)) < ri.First+ri.N {
+		return parsedBundle{err: fmt.Errorf("entry bundle %d has %d entries, want at least %d", ri.Index, len(eb.Entries), ri.First+ri.N)}
+	}
+	first := ri.Index*256 + uint64(ri.First)
+	pb := parsedBundle{
+		first:   first,
+		hashes:  make([][]byte, ri.N),
+		records: make([]*Record, ri.N),
+		bad:     make([]*BadEntry, ri.N),
+	}
+	for i, leaf := range eb.Entries[ri.First : ri.First+ri.N] {
+		idx := first + uint64(i)
+		pb.hashes[i] = rfc6962.DefaultHasher.HashLeaf(leaf)
+		r, err := parseRecord(idx, leaf)
+		if err != nil {
+			pb.bad[i] = &BadEntry{Index: idx, Leaf: leaf, Err: err}
+			continue
+		}
+		pb.records[i] = r
+	}
+	return pb
+}
+
+// ParseRecord verifies the log entry leaf at index idx (strict entry form,
+// kid, Ed25519 signature) and returns its record.
+func ParseRecord(idx uint64, leaf []byte) (*Record, error) { return parseRecord(idx, leaf) }
+
+// parseRecord verifies one log entry and reads the members an audit needs.
+func parseRecord(idx uint64, leaf []byte) (*Record, error) {
+	e, err := receipts.ParseEntry(leaf)
+	if err != nil {
+		return nil, err
+	}
+	var env struct {
+		Payload Payload `json:"payload"`
+	}
+	if err := jsonUnmarshal(e.Receipt, &env); err != nil {
+		return nil, fmt.Errorf("%w: payload: %w", receipts.ErrMalformedEntry, err)
+	}
+	sum := sha256.Sum256(e.Receipt)
+	return &Record{
+		Index:   idx,
+		Hash:    fmt.Sprintf("sha256:%x", sum),
+		Issuer:  e.KID,
+		Session: e.SessionID,
+		Payload: env.Payload,
+	}, nil
+}
+
+func leafHash(leaf []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(leaf) }
+
+var jsonUnmarshal = json.Unmarshal
