@@ -25,6 +25,12 @@ Commands:
     doctor      check that the installed hook really blocks
     policy      check a policy or evaluate a hook event against it
     sync        submit pending receipts to the log and store their proofs
+    audit       read the log back: what was dropped, withheld, forked or equivocated
+    monitor     follow the log and alert on forks, split views and bad entries
+    explore     serve a read-only web page over the log
+    export      write a bundle of chains, proofs and keys for an auditor
+    verify-evidence  check an evidence file with the log's key alone
+    verify-index     check an issuer's verifiable index
 
 Run "docket <command> -h" for a command's options.
 
@@ -44,12 +50,18 @@ var commands = map[string]command{
 	"keygen": func(_ context.Context, args []string, _ io.Reader, _, _ io.Writer) int {
 		return runKeygen(args)
 	},
-	"verify": runVerify,
-	"init":   runInit,
-	"hook":   runHook,
-	"doctor": runDoctor,
-	"policy": runPolicy,
-	"sync":   runSync,
+	"verify":          runVerify,
+	"init":            runInit,
+	"hook":            runHook,
+	"doctor":          runDoctor,
+	"policy":          runPolicy,
+	"sync":            runSync,
+	"audit":           runAudit,
+	"monitor":         runMonitor,
+	"explore":         runExplore,
+	"export":          runExport,
+	"verify-evidence": runVerifyEvidence,
+	"verify-index":    runVerifyIndex,
 }
 
 func main() {

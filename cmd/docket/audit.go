@@ -1,0 +1,412 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/transparency-dev/tessera/client"
+
+	"github.com/docketlog/docket/audit"
+	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
+)
+
+const auditUsage = `Usage:
+    docket audit -log URL|DIR -log-key VKEY [-witness-policy FILE] [-jwks FILE | -key-file FILE]
+                 [-issuer KID]... [-session ID]... [-json] [-evidence DIR] [PATH...]
+
+Reads the whole log back and compares it with the receipts you were shown.
+The log is read through its tlog-tiles API (a URL) or its storage directory
+(DIR); every entry's signature is checked and the tree root recomputed from
+the entries and compared with a checkpoint signed by the log key and
+cosigned by the witness quorum, so a lying fetch path cannot hide anything.
+
+A PATH is a .docket directory (or a project holding one), a session chain
+(.jsonl), or a bundle written by docket export, whose log key, witness
+policy and issuer keys are used when the flags do not give them.
+
+Findings, one line each (-json: one object each), each with an evidence
+file where the log's own signatures prove it:
+    invalid_receipt      a presented receipt fails verification
+    dropped              presented, but not in the log
+    withheld             in the log, but not presented
+    equivocation         two receipts for one issuer and (session) sequence
+    issuer_sequence_gap  the issuer's logged receipts skip a number
+    chain_break, unlinked_execution, executed_deny, bad_entry, root_mismatch
+    open_session         (notice) a session without session_end
+
+Options:
+    -log URL|DIR          the log's URL prefix, or its POSIX storage directory
+    -log-key VKEY         the log's checkpoint verifier key
+    -witness-policy FILE  C2SP tlog-policy: the checkpoint must satisfy its quorum
+    -jwks FILE, -key-file FILE   trusted issuer keys, for the presented receipts
+    -issuer KID           compare only this issuer's receipts (repeatable;
+                          default: the issuers of the presented receipts)
+    -session ID           compare only this session (repeatable)
+    -evidence DIR         where evidence files go (default: a new temporary directory)
+    -json                 one JSON object per finding
+
+Exit status: 0 no finding, 1 some finding, 2 undecidable (no trusted key,
+unreachable log, a checkpoint that does not verify).
+
+Examples:
+    docket audit -log https://log.example -log-key "$VKEY" -witness-policy w.policy -key-file issuer.pub .docket
+    docket audit -log /var/lib/docket-log -log-key "$VKEY" bundle/
+`
+
+// defaultHTTPTimeout bounds each request to a log or witness.
+const defaultHTTPTimeout = 30 * time.Second
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// logFlags are the flags every command that reads a log back shares.
+type logFlags struct {
+	log, logKey, policy string
+}
+
+func (lf *logFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&lf.log, "log", "", "")
+	fs.StringVar(&lf.logKey, "log-key", "", "")
+	fs.StringVar(&lf.policy, "witness-policy", "", "")
+}
+
+// open returns the log's fetcher and a verifier of its checkpoints.
+func (lf *logFlags) open() (audit.Fetcher, *c2sp.ProofVerifier, error) {
+	if lf.log == "" || lf.logKey == "" {
+		return nil, nil, errors.New("-log and -log-key are required")
+	}
+	var policy []byte
+	if lf.policy != "" {
+		var err error
+		if policy, err = os.ReadFile(lf.policy); err != nil {
+			return nil, nil, err
+		}
+	}
+	v, err := c2sp.NewProofVerifier(lf.logKey, policy)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := newFetcher(lf.log)
+	return f, v, err
+}
+
+// newFetcher reads a log at an http(s) URL prefix or in a storage directory.
+func newFetcher(loc string) (audit.Fetcher, error) {
+	if strings.HasPrefix(loc, "http://") || strings.HasPrefix(loc, "https://") {
+		u, err := url.Parse(strings.TrimSuffix(loc, "/") + "/")
+		if err != nil {
+			return nil, fmt.Errorf("-log: %w", err)
+		}
+		return client.NewHTTPFetcher(u, &http.Client{Timeout: defaultHTTPTimeout})
+	}
+	if fi, err := os.Stat(loc); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("-log %s: neither an http(s) URL nor a directory", loc)
+	}
+	return client.FileFetcher{Root: loc}, nil
+}
+
+// readCheckpoint reads and verifies the log's checkpoint.
+func readCheckpoint(ctx context.Context, f audit.Fetcher, v *c2sp.ProofVerifier) ([]byte, *c2sp.Checkpoint, error) {
+	raw, err := f.ReadCheckpoint(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the log's checkpoint: %w", err)
+	}
+	cp, err := v.VerifyCheckpoint(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the log's checkpoint: %w", err)
+	}
+	return raw, cp, nil
+}
+
+func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, auditUsage) }
+	var lf logFlags
+	lf.register(fs)
+	jwks := fs.String("jwks", "", "")
+	keyFile := fs.String("key-file", "", "")
+	var issuers, sessions multiFlag
+	fs.Var(&issuers, "issuer", "")
+	fs.Var(&sessions, "session", "")
+	evidence := fs.String("evidence", "", "")
+	asJSON := fs.Bool("json", false, "")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	chains, b, err := readPresented(fs.Args())
+	if err != nil {
+		errorf(stderr, "audit: %v", err)
+		return 2
+	}
+	b.defaults(&lf, jwks)
+	keys, err := loadKeys("", *jwks, *keyFile)
+	if err != nil {
+		errorf(stderr, "audit: %v", err)
+		return 2
+	}
+	if keys == nil && len(chains) > 0 {
+		errorf(stderr, "audit: no trusted issuer key (-jwks or -key-file): the presented receipts cannot be verified")
+		return 2
+	}
+	f, v, err := lf.open()
+	if err != nil {
+		errorf(stderr, "audit: %v", err)
+		return 2
+	}
+	raw, cp, err := readCheckpoint(ctx, f, v)
+	if err != nil {
+		errorf(stderr, "audit: %v", err)
+		return 2
+	}
+	if *evidence == "" {
+		if *evidence, err = os.MkdirTemp("", "docket-evidence-"); err != nil {
+			errorf(stderr, "audit: %v", err)
+			return 2
+		}
+	}
+	findings, err := audit.Run(ctx, audit.Config{Fetcher: f, Checkpoint: raw, Size: cp.Size, Root: cp.Root, Keys: keys,
+		Issuers: issuers, Sessions: sessions, EvidenceDir: *evidence}, chains)
+	if err != nil {
+		errorf(stderr, "audit: %v", err)
+		return 2
+	}
+	violations := 0
+	for _, fd := range findings {
+		if !fd.Notice {
+			violations++
+		}
+		if *asJSON {
+			j, _ := json.Marshal(fd)
+			fmt.Fprintf(stdout, "%s\n", j)
+		}
+	}
+	if !*asJSON {
+		fmt.Fprint(stdout, audit.Report(findings))
+	}
+	presented := 0
+	for _, c := range chains {
+		presented += len(c.Receipts)
+	}
+	fmt.Fprintf(stderr, "docket: audited %d presented receipts in %d chains against the log of size %d: %d findings\n", presented, len(chains), cp.Size, violations)
+	if violations > 0 {
+		return 1
+	}
+	return 0
+}
+
+// A bundle is what docket export writes: chains, proofs, keys, policies.
+// Its manifest names the log and the files.
+type bundle struct {
+	LogURL        string `json:"log_url,omitempty"`
+	LogKey        string `json:"log_key,omitempty"`
+	WitnessPolicy string `json:"witness_policy,omitempty"` // file name in the bundle
+	JWKS          string `json:"jwks,omitempty"`           // file name in the bundle
+	dir           string
+}
+
+// defaults fills in the flags a bundle can answer.
+func (b *bundle) defaults(lf *logFlags, jwks *string) {
+	if b == nil {
+		return
+	}
+	if lf.logKey == "" {
+		lf.logKey = b.LogKey
+	}
+	if lf.log == "" {
+		lf.log = b.LogURL
+	}
+	if lf.policy == "" && b.WitnessPolicy != "" {
+		lf.policy = filepath.Join(b.dir, b.WitnessPolicy)
+	}
+	if *jwks == "" && b.JWKS != "" {
+		*jwks = filepath.Join(b.dir, b.JWKS)
+	}
+}
+
+const bundleManifest = "docket-bundle.json"
+
+// readPresented reads the session chains of PATHs: .docket directories,
+// projects holding one, bundles and .jsonl files. It returns the bundle's
+// manifest if a PATH was a bundle.
+func readPresented(paths []string) ([]audit.Chain, *bundle, error) {
+	var chains []audit.Chain
+	var b *bundle
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !fi.IsDir() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return nil, nil, err
+			}
+			chains = append(chains, audit.Chain{Source: p, Receipts: receipts.SplitLines(data)})
+			continue
+		}
+		dir := p
+		if m, err := os.ReadFile(filepath.Join(p, bundleManifest)); err == nil {
+			b = &bundle{dir: p}
+			if err := json.Unmarshal(m, b); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", filepath.Join(p, bundleManifest), err)
+			}
+		} else if _, err := os.Stat(filepath.Join(p, store.DirName)); err == nil {
+			dir = filepath.Join(p, store.DirName)
+		}
+		st := &store.Store{Dir: dir}
+		names, err := st.Sessions()
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(names) == 0 {
+			return nil, nil, fmt.Errorf("%s: no session chains (want a .docket directory, a bundle or .jsonl files)", p)
+		}
+		for _, n := range names {
+			rs, err := st.Receipts(n)
+			if err != nil {
+				return nil, nil, err
+			}
+			chains = append(chains, audit.Chain{Source: st.ChainPath(n), Receipts: rs})
+		}
+	}
+	return chains, b, nil
+}
+
+const verifyEvidenceUsage = `Usage:
+    docket verify-evidence -log-key VKEY FILE...
+
+Checks evidence files written by docket audit and docket monitor with the
+log's public key alone: the signed checkpoints, the inclusion proofs, the
+receipts' signatures, and that together they prove what the file says.
+Forks and split views are proven when the log's own tiles lead to its newer
+root and not to its older one; equivocation when the issuer signed two
+receipts for one position; a withheld receipt when it is in the log.
+Absences (a gap, a dropped receipt) are shown by a scan, not a file: such a
+file proves only that its entries are in the log.
+
+Exit status: 0 no file proves misbehaviour, 1 some file proves it, 2 some
+file is malformed or does not verify.
+`
+
+func runVerifyEvidence(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify-evidence", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, verifyEvidenceUsage) }
+	logKey := fs.String("log-key", "", "")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	v, err := c2sp.NewProofVerifier(*logKey, nil)
+	if err != nil || fs.NArg() == 0 {
+		errorf(stderr, "verify-evidence: -log-key VKEY and at least one FILE are required (%v)", err)
+		return 2
+	}
+	code := 0
+	for _, name := range fs.Args() {
+		b, err := os.ReadFile(name)
+		var ev *audit.Evidence
+		if err == nil {
+			ev, err = audit.ParseEvidence(b)
+		}
+		var msg string
+		if err == nil {
+			msg, err = audit.VerifyEvidence(ev, v.LogKey())
+		}
+		switch {
+		case err == nil:
+			fmt.Fprintf(stdout, "%s: PROVEN %s: %s\n", name, ev.Kind, msg)
+			fmt.Fprint(stdout, securityReport(ev, msg))
+			code = max(code, 1)
+		case errors.Is(err, audit.ErrNotProven):
+			fmt.Fprintf(stdout, "%s: not proven: %v\n", name, err)
+		default:
+			fmt.Fprintf(stdout, "%s: bad evidence: %v\n", name, err)
+			code = 2
+		}
+	}
+	return code
+}
+
+// securityReport renders proven evidence the way x/mod's checksum database
+// client reports a misbehaving server.
+func securityReport(ev *audit.Evidence, msg string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "SECURITY ERROR\nThe log misbehaved: %s.\n\n", msg)
+	for i, cp := range append([]string{ev.Checkpoint}, ev.Checkpoints...) {
+		if cp == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "checkpoint %d:\n%s\n", i, indentText(cp))
+	}
+	if len(ev.ConsistencyProof) > 0 {
+		fmt.Fprintf(&b, "consistency proof:\n%s\n", indentText(strings.Join(ev.ConsistencyProof, "\n")))
+	}
+	for _, e := range ev.Entries {
+		fmt.Fprintf(&b, "entry %d:\n%s\n", e.Index, indentText(e.Leaf))
+	}
+	return b.String()
+}
+
+func indentText(s string) string {
+	return "\t" + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n\t")
+}
+
+const verifyIndexUsage = `Usage:
+    docket verify-index -log-key VKEY FILE
+
+Checks an issuer's verifiable index (from the explorer's "download" link):
+the checkpoint is the log's, every listed entry is in it and signed by the
+issuer, and it reports how far the issuer's own issuer_sequence counter
+shows the list complete.
+
+Exit status: 0 complete as far as the issuer's counter shows, 1 gaps, 2 the
+index does not verify.
+`
+
+func runVerifyIndex(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify-index", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, verifyIndexUsage) }
+	logKey := fs.String("log-key", "", "")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	v, err := c2sp.NewProofVerifier(*logKey, nil)
+	if err != nil || fs.NArg() != 1 {
+		errorf(stderr, "verify-index: -log-key VKEY and one FILE are required (%v)", err)
+		return 2
+	}
+	b, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		errorf(stderr, "verify-index: %v", err)
+		return 2
+	}
+	s, err := audit.VerifyIssuerIndex(b, v.LogKey())
+	if err != nil {
+		errorf(stderr, "verify-index: %v", err)
+		return 2
+	}
+	fmt.Fprintf(stdout, "%d entries verified; issuer_sequence complete up to %d; the issuer's latest checkpoint counts %d; %d without issuer_sequence\n",
+		s.Entries, s.Complete, s.HighWater, s.Legacy)
+	if len(s.Gaps) > 0 {
+		fmt.Fprintf(stdout, "missing issuer_sequence: %v\n", s.Gaps)
+		return 1
+	}
+	return 0
+}
