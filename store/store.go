@@ -1,7 +1,9 @@
 // Package store implements the project side of Docket (DESIGN §5): the local
 // store under <project>/.docket that holds the issuer key, the policy, the
-// per-session receipt chains, the proofs returned by the log and the spool of
-// hook events that could not be receipted, plus the client configuration.
+// per-session receipt chains, the proofs returned by the log (stored as
+// <sequence>.tlog-proof) and the spool of hook events that could not be
+// receipted (spool.go), plus the client configuration (config.go) and the
+// upload of receipts to the log (sync.go).
 //
 // A session chain is a JSONL file with one receipt a line, in chain order, so
 // that `docket verify` and any other verifier of the draft replay it
