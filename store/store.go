@@ -1,7 +1,9 @@
 // Package store implements the project side of Docket (DESIGN §5): the local
 // store under <project>/.docket that holds the issuer key, the policy, the
-// per-session receipt chains, the proofs returned by the log and the spool of
-// hook events that could not be receipted, plus the client configuration.
+// per-session receipt chains, the proofs returned by the log (stored as
+// <sequence>.tlog-proof) and the spool of hook events that could not be
+// receipted (spool.go), plus the client configuration (config.go) and the
+// upload of receipts to the log (sync.go).
 //
 // A session chain is a JSONL file with one receipt a line, in chain order, so
 // that `docket verify` and any other verifier of the draft replay it
@@ -110,11 +112,51 @@ func (s *Store) headPath(session string) string {
 	return filepath.Join(s.Dir, SessionsDir, SessionName(session)+".head")
 }
 
+// Proof files: c2sp.org/tlog-proof says proofs SHOULD be stored with the
+// extension .tlog-proof; Docket wrote .proof before, and still reads it.
+const (
+	ProofExt       = ".tlog-proof"
+	LegacyProofExt = ".proof"
+)
+
 // ProofPath returns where the log proof (c2sp.org/tlog-proof@v1) of the
 // receipt with the given sequence number in a session is stored:
-// proofs/<name>/<sequence>.proof. The directory may not exist yet.
+// proofs/<name>/<sequence>.tlog-proof. The directory may not exist yet.
 func (s *Store) ProofPath(session string, sequence int64) string {
-	return filepath.Join(s.Dir, ProofsDir, SessionName(session), strconv.FormatInt(sequence, 10)+".proof")
+	return filepath.Join(s.ProofDir(session), strconv.FormatInt(sequence, 10)+ProofExt)
+}
+
+// ProofDir returns the directory of a session's proofs: proofs/<name>.
+func (s *Store) ProofDir(session string) string {
+	return filepath.Join(s.Dir, ProofsDir, SessionName(session))
+}
+
+// ReadProof returns the stored proof of a session's receipt; see ReadProofFile.
+func (s *Store) ReadProof(session string, sequence int64) ([]byte, error) {
+	return ReadProofFile(s.ProofDir(session), strconv.FormatInt(sequence, 10))
+}
+
+// ReadProofFile reads the proof of the receipt with the given sequence
+// number from a proof directory: <sequence>.tlog-proof, or the
+// <sequence>.proof an earlier Docket wrote.
+func ReadProofFile(dir, sequence string) ([]byte, error) {
+	data, err := os.ReadFile(filepath.Join(dir, sequence+ProofExt))
+	if errors.Is(err, fs.ErrNotExist) {
+		if old, oerr := os.ReadFile(filepath.Join(dir, sequence+LegacyProofExt)); oerr == nil {
+			return old, nil
+		}
+	}
+	return data, err
+}
+
+// hasProof reports whether a proof of the receipt is stored, in either form.
+func (s *Store) hasProof(session string, sequence int64) bool {
+	for _, ext := range []string{ProofExt, LegacyProofExt} {
+		if _, err := os.Stat(filepath.Join(s.ProofDir(session), strconv.FormatInt(sequence, 10)+ext)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // SessionName returns the file name used for a session id. Ids made of

@@ -2,7 +2,9 @@ package store
 
 import (
 	"crypto/ed25519"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -259,5 +261,32 @@ func TestExecutionLinkScan(t *testing.T) {
 	}
 	if r := results[154]; r.Outcome != receipts.Invalid || r.Cause != receipts.CauseUnlinkedExec {
 		t.Errorf("VerifyChain: receipt 155 = %v %s, want invalid unlinked_execution", r.Outcome, r.Cause)
+	}
+}
+
+func TestProofFiles(t *testing.T) {
+	s := Open(t.TempDir())
+	if got := s.ProofPath("s", 7); filepath.Base(got) != "7.tlog-proof" {
+		t.Errorf("ProofPath = %s, want .../7.tlog-proof", got)
+	}
+	if _, err := s.ReadProof("s", 7); !errors.Is(err, fs.ErrNotExist) || s.hasProof("s", 7) {
+		t.Fatalf("ReadProof with no proof: %v, want ErrNotExist", err)
+	}
+	// A proof stored by an earlier docket, as .proof, is read.
+	writeProof := func(ext, data string) {
+		if err := os.MkdirAll(s.ProofDir("s"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(s.ProofDir("s"), "7"+ext), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeProof(".proof", "old")
+	if got, err := s.ReadProof("s", 7); err != nil || string(got) != "old" || !s.hasProof("s", 7) {
+		t.Fatalf("ReadProof of a .proof = %q, %v; want it read", got, err)
+	}
+	writeProof(".tlog-proof", "new")
+	if got, err := s.ReadProof("s", 7); err != nil || string(got) != "new" {
+		t.Fatalf("ReadProof with both files = %q, %v; want the .tlog-proof", got, err)
 	}
 }

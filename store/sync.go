@@ -199,7 +199,7 @@ func (s *Store) pending() ([]pendingReceipt, error) {
 			if err := json.Unmarshal(r, &env); err != nil || env.Payload.Sequence <= 0 {
 				return nil, fmt.Errorf("session %s: receipt without a sequence number", sess)
 			}
-			if _, err := os.Stat(s.ProofPath(sess, env.Payload.Sequence)); err == nil {
+			if s.hasProof(sess, env.Payload.Sequence) {
 				continue
 			}
 			out = append(out, pendingReceipt{session: sess, sequence: env.Payload.Sequence, receipt: r})

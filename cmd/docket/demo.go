@@ -25,6 +25,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 const demoUsage = `Usage:
@@ -158,10 +159,10 @@ func demo(ctx context.Context, w io.Writer, dir string) error {
 		if err != nil || code != 0 {
 			return fmt.Errorf("docket sync: exit %d: %v %s", code, err, stderr)
 		}
-		proofs, _ := filepath.Glob(filepath.Join(d.project, ".docket", "proofs", "demo-session", "*.proof"))
+		proofs, _ := filepath.Glob(filepath.Join(d.project, ".docket", "proofs", "demo-session", "*"+store.ProofExt))
 		d.say("docket sync: %s (the hooks had already started it in the background); %d proofs stored",
 			strings.TrimSpace(out+stderr), len(proofs))
-		proof, err := os.ReadFile(filepath.Join(d.project, ".docket", "proofs", "demo-session", "2.proof"))
+		proof, err := store.Open(d.project).ReadProof("demo-session", 2)
 		if err != nil {
 			return fmt.Errorf("no proof stored for receipt 2: %w", err)
 		}

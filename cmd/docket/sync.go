@@ -22,7 +22,7 @@ const syncUsage = `Usage:
 Submits every receipt under PROJECT/.docket that has no proof yet to the
 configured log, verifies each returned proof (log signature, inclusion of
 the exact entry, witness quorum when a policy is configured) and stores it
-in .docket/proofs/<session>/<sequence>.proof. Transient failures are retried
+in .docket/proofs/<session>/<sequence>.tlog-proof. Transient failures are retried
 with backoff (honouring Retry-After) until the timeout. Runs take turns on a
 lock, so it is safe to start many; a run exits when nothing is pending.
 

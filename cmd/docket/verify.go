@@ -37,7 +37,7 @@ Options:
                          checked against this log verifier key
     -witness-policy FILE with -log-key: every proof's checkpoint must satisfy this
                          C2SP tlog-policy witness quorum
-    -proofs DIR          with -log-key: where the proofs are, as DIR/<sequence>.proof
+    -proofs DIR          with -log-key: where the proofs are, as DIR/<sequence>.tlog-proof
                          (default: for .docket/sessions/NAME.jsonl, .docket/proofs/NAME)
 
 With -log-key a receipt is valid only if its proof shows it in the log under
@@ -178,7 +178,7 @@ func verifyFile(name string, opts receipts.Options) fileResult {
 }
 
 // checkProofs requires a verified log proof for every valid receipt of f,
-// read from dir/<sequence>.proof. With no dir, a chain file
+// read from dir/<sequence>.tlog-proof (or .proof). With no dir, a chain file
 // .docket/sessions/NAME.jsonl has its proofs in .docket/proofs/NAME.
 func checkProofs(f *fileResult, v *c2sp.ProofVerifier, dir string) {
 	if f.err != nil {
@@ -198,7 +198,7 @@ func checkProofs(f *fileResult, v *c2sp.ProofVerifier, dir string) {
 		obj, _ := receipts.ParseObject(f.lines[i])
 		payload, _ := obj["payload"].(map[string]any)
 		seq, _ := payload["sequence"].(json.Number)
-		proof, err := os.ReadFile(filepath.Join(dir, string(seq)+".proof"))
+		proof, err := store.ReadProofFile(dir, string(seq))
 		if seq == "" || err != nil {
 			r.Outcome, r.Cause, r.Detail = receipts.Undecidable, c2sp.CauseNoProof, fmt.Sprintf("no log proof in %s (run docket sync)", dir)
 			continue
