@@ -82,16 +82,39 @@ type monitorState struct {
 	Stale      bool              `json:"stale_alerted,omitempty"`
 }
 
+// head is what the monitor keeps of a session: the sequence numbers seen,
+// and the hash and index of the receipt with the highest one.
 type head struct {
-	Seq   int64  `json:"seq"`
+	seen
 	Hash  string `json:"hash"`
 	Index uint64 `json:"index"`
 }
 
-type ihead struct {
+// seen is a set of positive numbers: all up to Max but the Missing ranges.
+// Receipts reach the log out of order (docket sync submits in parallel), so
+// a number below Max may still come; one that was seen already is a second
+// receipt for one position.
+type seen struct {
 	Max     int64      `json:"max"`
-	Missing [][2]int64 `json:"missing,omitempty"` // ranges [a, b] of numbers below Max not yet seen
+	Missing [][2]int64 `json:"missing,omitempty"` // ranges [a, b] below Max not yet seen
 }
+
+// note adds n to the set and reports whether it was there already.
+func (s *seen) note(n int64) (dup bool) {
+	switch {
+	case n > s.Max:
+		if n > s.Max+1 {
+			s.Missing = append(s.Missing, [2]int64{s.Max + 1, n - 1})
+		}
+		s.Max = n
+		return false
+	case s.take(n):
+		return false
+	}
+	return true
+}
+
+type ihead = seen
 
 // NewMonitor loads the monitor's state from cfg.StateDir, or starts empty.
 func NewMonitor(cfg MonitorConfig) (*Monitor, error) {
@@ -240,7 +263,7 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 		return nil, false, err
 	}
 	for _, sus := range later {
-		f, err := m.findEarlier(ctx, sus)
+		f, err := m.findEarlier(ctx, sus, cp.Size, cp.Root)
 		if err != nil {
 			return nil, false, err
 		}
@@ -263,23 +286,24 @@ func (m *Monitor) check(r *Record, sessions map[string]head, issuers map[string]
 		out = append(out, Finding{Kind: KindDenyDecision, Notice: true, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
 			Message: fmt.Sprintf("session %q: deny decision %d on %s (%s)", r.Session, r.Sequence, r.ToolName, r.Reason)})
 	}
+	suspected := false
 	if r.Sequence > 0 && r.Session != "" {
 		key := r.Issuer + " " + r.Session
-		h, seen := sessions[key]
+		h := sessions[key]
+		prevMax := h.Max
 		switch {
-		case !seen || r.Sequence > h.Seq+1:
-		case r.Sequence == h.Seq+1:
-			if r.PreviousReceiptHash != h.Hash {
-				out = append(out, m.earlier(KindChainBreak, r, h.Index, fmt.Sprintf("session %q: receipt %d does not link receipt %d (log entries %d, %d)", r.Session, r.Sequence, h.Seq, h.Index, r.Index)))
-			}
-		default:
+		case h.note(r.Sequence):
+			suspected = true
 			*later = append(*later, suspect{r, func(e *Record) bool {
 				return e.Issuer == r.Issuer && e.Session == r.Session && e.Sequence == r.Sequence
 			}, fmt.Sprintf("session %q sequence %d", r.Session, r.Sequence)})
+		case r.Sequence == prevMax+1 && prevMax > 0 && r.PreviousReceiptHash != h.Hash:
+			out = append(out, m.earlier(KindChainBreak, r, h.Index, fmt.Sprintf("session %q: receipt %d does not link receipt %d (log entries %d, %d)", r.Session, r.Sequence, prevMax, h.Index, r.Index)))
 		}
-		if !seen || r.Sequence > h.Seq {
-			sessions[key] = head{Seq: r.Sequence, Hash: r.Hash, Index: r.Index}
+		if r.Sequence > prevMax {
+			h.Hash, h.Index = r.Hash, r.Index
 		}
+		sessions[key] = h
 	}
 	if r.IssuerSequence > 0 {
 		ih := issuers[r.Issuer]
@@ -287,16 +311,7 @@ func (m *Monitor) check(r *Record, sessions map[string]head, issuers map[string]
 			ih = &ihead{}
 			issuers[r.Issuer] = ih
 		}
-		switch n := r.IssuerSequence; {
-		case n > ih.Max:
-			if n > ih.Max+1 {
-				ih.Missing = append(ih.Missing, [2]int64{ih.Max + 1, n - 1})
-			}
-			ih.Max = n
-		case ih.take(n):
-		case len(*later) > 0 && (*later)[len(*later)-1].r == r:
-			// Already suspected for its session sequence.
-		default:
+		if ih.note(r.IssuerSequence) && !suspected {
 			*later = append(*later, suspect{r, func(e *Record) bool {
 				return e.Issuer == r.Issuer && e.IssuerSequence == r.IssuerSequence
 			}, fmt.Sprintf("issuer_sequence %d", r.IssuerSequence)})
@@ -315,7 +330,7 @@ func (m *Monitor) check(r *Record, sessions map[string]head, issuers map[string]
 }
 
 // take removes n from the missing ranges, reporting whether it was missing.
-func (h *ihead) take(n int64) bool {
+func (h *seen) take(n int64) bool {
 	for i, g := range h.Missing {
 		if n < g[0] || n > g[1] {
 			continue
@@ -350,17 +365,21 @@ type suspect struct {
 
 // findEarlier rescans the log for the earlier entry that a suspect
 // equivocates with. It runs only when equivocation is suspected.
-func (m *Monitor) findEarlier(ctx context.Context, s suspect) (*Finding, error) {
-	found := errors.New("found")
+func (m *Monitor) findEarlier(ctx context.Context, s suspect, size uint64, root []byte) (*Finding, error) {
+	stop := errors.New("stop")
 	var prev *Record
-	err := Scan(ctx, m.cfg.Fetcher, s.r.Index, nil, NewRange(), func(e *Record, _ *BadEntry) error {
-		if e != nil && s.match(e) && e.Hash != s.r.Hash {
+	err := Scan(ctx, m.cfg.Fetcher, size, root, NewRange(), func(e *Record, _ *BadEntry) error {
+		switch {
+		case e == nil:
+		case e.Index >= s.r.Index:
+			return stop
+		case s.match(e) && e.Hash != s.r.Hash:
 			prev = e
-			return found
+			return stop
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, found) && !errors.Is(err, ErrRootMismatch) {
+	if err != nil && !errors.Is(err, stop) {
 		return nil, err
 	}
 	if prev == nil {

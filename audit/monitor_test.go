@@ -171,3 +171,23 @@ func TestMonitorUnknownIssuer(t *testing.T) {
 		t.Fatalf("alerts %v, want unknown_issuer", got)
 	}
 }
+
+// TestMonitorOutOfOrder: docket sync submits in parallel, so receipts of
+// one session reach the log out of order; that is no equivocation.
+func TestMonitorOutOfOrder(t *testing.T) {
+	k := tlogtest.NewKeyPair(t, "example.com/unordered")
+	l := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	is := tlogtest.NewIssuer(t)
+	st := is.Start("s")
+	d, x := is.Call("s", "Bash")
+	end := is.End("s")
+	m, _ := newMonitor(t, client.FileFetcher{Root: l.Dir}, k.VKey, t.TempDir(), nil)
+	l.Add(t, is.Leaves(st, x)...)
+	if got := poll(t, m); len(got) != 0 {
+		t.Fatalf("alerts %v", got)
+	}
+	l.Add(t, is.Leaves(end, d, is.Checkpoint())...)
+	if got := poll(t, m); len(got) != 0 {
+		t.Fatalf("alerts %v after the late receipts arrived", got)
+	}
+}

@@ -34,15 +34,18 @@ const demoUsage = `Usage:
 Runs Docket end to end on its embedded defaults, in a temporary directory, with
 real processes on loopback ports, and says what each step proves:
 
-    1. a witness (docket-witness) and a log (docket-log, Tessera POSIX storage)
-       that publishes only checkpoints the witness cosigned;
+    1. three witnesses (docket-witness) and a log (docket-log, Tessera POSIX
+       storage) that publishes only checkpoints two of them cosigned;
     2. docket init in a fresh project: issuer key, default Cedar policy, hooks;
     3. an agent session: each tool call goes through "docket hook pre" exactly
        as Claude Code runs it (JSON on stdin, exit 2 blocks), and each call
        that ran through "docket hook post";
     4. docket sync: every receipt submitted, its proof verified and stored;
     5. docket verify: signatures, chain, inclusion and witness quorum, offline;
-    6. an operator who rewrites or drops a receipt is caught.
+    6. an operator who rewrites or drops a receipt is caught;
+    7. docket audit reads the whole log back: the honest store passes, a copy
+       that withholds a session and a copy showing a receipt the log never
+       got are caught; docket monitor follows the log once.
 
 docket-log and docket-witness are taken from beside this binary or from PATH;
 run from the Docket source tree, the demo builds them. Without them the demo
@@ -204,18 +207,26 @@ func demo(ctx context.Context, w io.Writer, dir string) error {
 	if err := d.verifyBroken(verifyArgs, chain, dropped); err != nil {
 		return err
 	}
+	if logURL != "" {
+		if err := d.auditSteps(ctx, logURL, logVKey, policyPath, keyFile); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(w, "\nEvery step above ran for real: real processes, real Cedar, real Tessera storage, real signatures.")
 	return nil
+}
+
+// demoCall is one tool call of a demo session.
+type demoCall struct {
+	tool  string
+	input map[string]any
+	note  string
 }
 
 // session plays an agent session through the installed hooks.
 func (d *demoRun) session() error {
 	d.step("3. An agent session, each tool call gated by docket hook pre (as Claude Code runs it)")
-	calls := []struct {
-		tool  string
-		input map[string]any
-		note  string
-	}{
+	calls := []demoCall{
 		{"Bash", map[string]any{"command": "git status"}, "a harmless command"},
 		{"Read", map[string]any{"file_path": filepath.Join(d.project, "README.md")}, "a project file"},
 		{"Read", map[string]any{"file_path": filepath.Join(d.project, ".env")}, "a secret"},
@@ -224,8 +235,18 @@ func (d *demoRun) session() error {
 		{"Write", map[string]any{"file_path": filepath.Join(d.project, "notes.md"), "content": "hello\n"}, "a write inside the project"},
 		{"WebFetch", map[string]any{"url": "https://github.com@evil.example/x", "prompt": "read"}, "a URL with a userinfo trick"},
 	}
+	if err := d.play("demo-session", calls); err != nil {
+		return err
+	}
+	chain := mustReadFile(filepath.Join(d.project, ".docket", "sessions", "demo-session.jsonl"))
+	d.say("→ %d receipts in .docket/sessions/demo-session.jsonl: every decision signed, every allowed call's execution linked to its decision", len(receipts.SplitLines(chain)))
+	return nil
+}
+
+// play runs one session's calls through the hooks, from session start to end.
+func (d *demoRun) play(session string, calls []demoCall) error {
 	event := func(kind string, extra map[string]any) []byte {
-		ev := map[string]any{"session_id": "demo-session", "cwd": d.project, "hook_event_name": kind,
+		ev := map[string]any{"session_id": session, "cwd": d.project, "hook_event_name": kind,
 			"transcript_path": filepath.Join(d.dir, "transcript.jsonl")}
 		for k, v := range extra {
 			ev[k] = v
@@ -262,8 +283,6 @@ func (d *demoRun) session() error {
 	if _, stderr, code, err := d.docket(event("SessionEnd", map[string]any{"reason": "exit"}), "hook", "session-end"); err != nil || code != 0 {
 		return fmt.Errorf("session-end hook: exit %d: %v %s", code, err, stderr)
 	}
-	chain := mustReadFile(filepath.Join(d.project, ".docket", "sessions", "demo-session.jsonl"))
-	d.say("→ %d receipts in .docket/sessions/demo-session.jsonl: every decision signed, every allowed call's execution linked to its decision", len(receipts.SplitLines(chain)))
 	return nil
 }
 
@@ -288,28 +307,41 @@ func (d *demoRun) verifyBroken(verifyArgs []string, chain string, lines [][]byte
 	return nil
 }
 
-// startServers starts a witness and a log whose checkpoints need its cosignature.
+// startServers starts three witnesses and a log whose checkpoints need the
+// cosignatures of two of them.
 func (d *demoRun) startServers(ctx context.Context, bins map[string]string) (logURL, logVKey, policyPath, witnessURL string, err error) {
-	wskey, wvkey, _ := note.GenerateKey(rand.Reader, "witness.demo.example")
-	cosigVKey, err := fnote.VKeyToCosignatureV1(wvkey)
-	if err != nil {
-		return
-	}
 	lskey, lvkey, _ := note.GenerateKey(rand.Reader, "log.demo.example/docket")
-	wport, lport := freeLoopbackPort(), freeLoopbackPort()
-	witnessURL = "http://127.0.0.1:" + wport
+	lport := freeLoopbackPort()
 	logURL = "http://127.0.0.1:" + lport
+	policy := fmt.Sprintf("log %s %s\n", lvkey, logURL)
+	type witness struct{ name, port, skey, cosig string }
+	var ws []witness
+	for i := 1; i <= 3; i++ {
+		name := fmt.Sprintf("w%d", i)
+		wskey, wvkey, _ := note.GenerateKey(rand.Reader, name+".witness.demo.example")
+		cosig, cerr := fnote.VKeyToCosignatureV1(wvkey)
+		if cerr != nil {
+			return "", "", "", "", cerr
+		}
+		w := witness{name, freeLoopbackPort(), wskey, cosig}
+		ws = append(ws, w)
+		policy += fmt.Sprintf("witness %s %s http://127.0.0.1:%s\n", name, cosig, w.port)
+	}
+	policy += "group g 2 w1 w2 w3\nquorum g\n"
 	policyPath = filepath.Join(d.dir, "witnesses.policy")
-	policy := fmt.Sprintf("log %s %s\nwitness w1 %s %s\nquorum w1\n", lvkey, logURL, cosigVKey, witnessURL)
-	for path, data := range map[string]string{"witness.key": wskey, "log.key": lskey, "witnesses.policy": policy} {
-		if err = os.WriteFile(filepath.Join(d.dir, path), []byte(data+"\n"), 0o600); err != nil {
+	files := map[string]string{"log.key": lskey, "witnesses.policy": policy}
+	for _, w := range ws {
+		files[w.name+".key"] = w.skey
+	}
+	for path, data := range files {
+		if err = os.WriteFile(filepath.Join(d.dir, path), []byte(strings.TrimSuffix(data, "\n")+"\n"), 0o600); err != nil {
 			return
 		}
 	}
-	start := func(name string, args ...string) error {
+	start := func(name, logName string, args ...string) error {
 		cmd := exec.CommandContext(ctx, bins[name], args...)
 		cmd.Dir = d.dir
-		logf, _ := os.Create(filepath.Join(d.dir, name+".log"))
+		logf, _ := os.Create(filepath.Join(d.dir, logName+".log"))
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 		if err := cmd.Start(); err != nil {
@@ -318,21 +350,27 @@ func (d *demoRun) startServers(ctx context.Context, bins map[string]string) (log
 		go cmd.Wait()
 		return nil
 	}
-	if err = start("docket-witness", "-listen", "127.0.0.1:"+wport, "-key", "witness.key", "-db", "witness.db", "-logs", "witnesses.policy"); err != nil {
-		return
+	for _, w := range ws {
+		url := "http://127.0.0.1:" + w.port
+		if err = start("docket-witness", w.name, "-listen", "127.0.0.1:"+w.port, "-key", w.name+".key", "-db", w.name+".db", "-logs", "witnesses.policy"); err != nil {
+			return
+		}
+		if err = waitHTTP(ctx, url+"/health"); err != nil {
+			return
+		}
+		d.say("docket-witness %s  %s  cosignature key %s", w.name, url, truncateKey(w.cosig))
+		if witnessURL == "" {
+			witnessURL = url
+		}
 	}
-	if err = waitHTTP(ctx, witnessURL+"/health"); err != nil {
-		return
-	}
-	d.say("docket-witness  %s  cosignature key %s", witnessURL, truncateKey(cosigVKey))
-	if err = start("docket-log", "-listen", "127.0.0.1:"+lport, "-key", "log.key", "-storage-dir", "log-data", "-witness-policy", "witnesses.policy"); err != nil {
+	if err = start("docket-log", "docket-log", "-listen", "127.0.0.1:"+lport, "-key", "log.key", "-storage-dir", "log-data", "-witness-policy", "witnesses.policy"); err != nil {
 		return
 	}
 	if err = waitHTTP(ctx, logURL+"/checkpoint"); err != nil {
 		return
 	}
-	d.say("docket-log      %s  log key %s", logURL, truncateKey(lvkey))
-	d.say("witness policy  quorum w1: a checkpoint is published only once the witness cosigned it")
+	d.say("docket-log        %s  log key %s", logURL, truncateKey(lvkey))
+	d.say("witness policy    group g 2 w1 w2 w3; quorum g: a checkpoint is published only once two of the three witnesses cosigned it")
 	return logURL, lvkey, policyPath, witnessURL, nil
 }
 
@@ -431,4 +469,113 @@ func truncateKey(vkey string) string {
 func mustReadFile(path string) []byte {
 	b, _ := os.ReadFile(path)
 	return b
+}
+
+// auditSteps reads the log back as an auditor would: the honest store
+// passes; a copy that withholds a session and a copy that shows a receipt
+// the log never got are caught; a monitor follows the log once.
+func (d *demoRun) auditSteps(ctx context.Context, logURL, logVKey, policyPath, keyFile string) error {
+	d.step("8. A second session, synced; then docket audit reads the whole log back")
+	if err := d.play("demo-session-2", []demoCall{
+		{"Bash", map[string]any{"command": "go test ./..."}, "the tests"},
+		{"Read", map[string]any{"file_path": filepath.Join(d.project, "README.md")}, "a project file"},
+	}); err != nil {
+		return err
+	}
+	if _, stderr, code, err := d.docket(nil, "sync"); err != nil || code != 0 {
+		return fmt.Errorf("docket sync: exit %d: %v %s", code, err, stderr)
+	}
+	auditArgs := []string{"audit", "-log", logURL, "-log-key", logVKey, "-witness-policy", policyPath, "-key-file", keyFile, "-evidence", filepath.Join(d.dir, "evidence")}
+	audit := func(path string, want int) error {
+		out, stderr, code, err := d.docket(nil, append(auditArgs, path)...)
+		if err != nil || code != want {
+			return fmt.Errorf("docket audit %s: exit %d, want %d: %v\n%s%s", path, code, want, err, out, stderr)
+		}
+		for line := range strings.Lines(out + stderr) {
+			d.say("%s", strings.ReplaceAll(strings.ReplaceAll(strings.TrimRight(line, "\n"), d.project+"/", ""), d.dir+"/", ""))
+		}
+		return nil
+	}
+	d.say("$ docket audit -log %s -log-key $LOG_VKEY -witness-policy witnesses.policy -key-file .docket/issuer.key .docket", logURL)
+	if err := audit(filepath.Join(d.project, ".docket"), 0); err != nil {
+		return err
+	}
+
+	d.step("9. The operator hands the auditor a copy without the second session: withheld")
+	withheld := filepath.Join(d.dir, "withheld", ".docket")
+	if err := copyChains(filepath.Join(d.project, ".docket"), withheld, func(name string) bool { return name != "demo-session-2" }, nil); err != nil {
+		return err
+	}
+	if err := audit(withheld, 1); err != nil {
+		return err
+	}
+
+	d.step("10. A copy showing a receipt the log never got (signed by the issuer, kept from the log): dropped")
+	key, err := receipts.LoadPrivateKey(keyFile)
+	if err != nil {
+		return err
+	}
+	dropped := filepath.Join(d.dir, "dropped", ".docket")
+	extra := func(chain [][]byte) ([][]byte, error) {
+		last := chain[len(chain)-1]
+		var p struct {
+			Payload struct {
+				Sequence int64 `json:"sequence"`
+			} `json:"payload"`
+		}
+		json.Unmarshal(last, &p)
+		r, err := receipts.Sign(key, receipts.Payload{Type: receipts.TypeDecision, SessionID: "demo-session-2", Sequence: p.Payload.Sequence + 1,
+			PreviousReceiptHash: receipts.ChainHash(last), HookEvent: "PreToolUse", ToolName: "Bash", Decision: receipts.Deny, Reason: "cedar_deny"})
+		return append(chain, r), err
+	}
+	if err := copyChains(filepath.Join(d.project, ".docket"), dropped, func(string) bool { return true }, map[string]func([][]byte) ([][]byte, error){"demo-session-2": extra}); err != nil {
+		return err
+	}
+	if err := audit(dropped, 1); err != nil {
+		return err
+	}
+
+	d.step("11. docket monitor -once: the log's checkpoint, quorum, entries and the witnesses' views")
+	out, stderr, code, err := d.docket(nil, "monitor", "-once", "-log", logURL, "-log-key", logVKey, "-witness-policy", policyPath, "-state", filepath.Join(d.dir, "monitor"))
+	if err != nil || code != 0 {
+		return fmt.Errorf("docket monitor: exit %d: %v\n%s%s", code, err, out, stderr)
+	}
+	st, _ := os.ReadFile(filepath.Join(d.dir, "monitor", "state.json"))
+	var state struct {
+		Size uint64 `json:"size"`
+	}
+	json.Unmarshal(st, &state)
+	d.say("no alert: %d entries verified, consistent with what the three witnesses cosigned; state kept in monitor/state.json", state.Size)
+	return nil
+}
+
+// copyChains copies the session chains of a .docket directory that keep
+// selects into dst, passing those named in edit through their function.
+func copyChains(src, dst string, keep func(string) bool, edit map[string]func([][]byte) ([][]byte, error)) error {
+	from, to := &store.Store{Dir: src}, &store.Store{Dir: dst}
+	names, err := from.Sessions()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if !keep(n) {
+			continue
+		}
+		rs, err := from.Receipts(n)
+		if err != nil {
+			return err
+		}
+		if f := edit[n]; f != nil {
+			if rs, err = f(rs); err != nil {
+				return err
+			}
+		}
+		if err := os.MkdirAll(filepath.Dir(to.ChainPath(n)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(to.ChainPath(n), append(bytes.Join(rs, []byte("\n")), '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

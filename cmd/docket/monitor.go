@@ -268,11 +268,14 @@ func exportBundle(st *store.Store, project, dir string, only []string) (int, err
 			return 0, err
 		}
 		for seq := int64(1); seq <= int64(len(rs)); seq++ {
-			src := st.ProofPath(name, seq)
-			if _, err := os.Stat(src); err != nil {
+			proof, err := st.ReadProof(name, seq)
+			if err != nil {
 				continue // not yet logged
 			}
-			if err := copyFile(src, out.ProofPath(name, seq), 0o644); err != nil {
+			if err := os.MkdirAll(out.ProofDir(name), 0o755); err != nil {
+				return 0, err
+			}
+			if err := os.WriteFile(out.ProofPath(name, seq), proof, 0o644); err != nil {
 				return 0, err
 			}
 		}
