@@ -11,6 +11,7 @@ require (
 	github.com/transparency-dev/tessera v1.0.4
 	golang.org/x/mod v0.42.0
 	golang.org/x/sync v0.24.0
+	k8s.io/klog/v2 v2.130.1
 	modernc.org/sqlite v1.61.1
 	mvdan.cc/sh/v3 v3.14.1
 )
@@ -36,7 +37,6 @@ require (
 	golang.org/x/exp v0.0.0-20240325151524-a685a6edb6d8 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
-	k8s.io/klog/v2 v2.130.1 // indirect
 	modernc.org/libc v1.79.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
