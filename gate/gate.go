@@ -90,6 +90,7 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 			SessionID:           c.SessionID,
 			Sequence:            l.Sequence,
 			PreviousReceiptHash: l.Previous,
+			IssuerSequence:      l.IssuerSequence,
 			HookEvent:           receipts.PreToolUse,
 			Agent:               c.Agent,
 			ToolName:            c.ToolName,
@@ -192,6 +193,7 @@ func (g *Gate) Record(e Event) (Recorded, error) {
 			SessionID:           e.SessionID,
 			Sequence:            l.Sequence,
 			PreviousReceiptHash: l.Previous,
+			IssuerSequence:      l.IssuerSequence,
 			HookEvent:           e.HookEvent,
 			Agent:               e.Agent,
 		}
@@ -199,7 +201,10 @@ func (g *Gate) Record(e Event) (Recorded, error) {
 		case receipts.SessionStart:
 			p.Type, p.LifecycleEvent = receipts.TypeLifecycle, receipts.LifecycleSessionStart
 		case receipts.SessionEnd:
+			// The session's final sequence and head: the session_end is
+			// its last receipt, and links the one before it.
 			p.Type, p.LifecycleEvent = receipts.TypeLifecycle, receipts.LifecycleSessionEnd
+			p.FinalSequence, p.HeadHash = l.Sequence, l.Previous
 		default:
 			p.Type = receipts.TypeDecision
 			p.ToolName, p.ToolUseID = e.ToolName, e.ToolUseID

@@ -53,6 +53,12 @@ type SyncOptions struct {
 	// Receipt, if set, receipts the spooled hook events (see DrainSpool)
 	// before anything is submitted, so that they are synced too.
 	Receipt func(SpooledEvent) error
+	// CheckpointEvery is how often, at most, Sync logs an issuer checkpoint
+	// (an issuer_checkpoint receipt: the issuer_sequence up to which every
+	// receipt is in the log, and the open sessions) once everything else is
+	// logged, when receipts were signed since the last one. Zero: every
+	// Sync that finds new receipts. Negative: never.
+	CheckpointEvery time.Duration
 }
 
 // SyncResult counts what one Sync did.
@@ -67,6 +73,9 @@ type SyncResult struct {
 	// SpoolErr why the others were not (see SyncOptions.Receipt).
 	Receipted int
 	SpoolErr  error
+	// Checkpoint is the issuer_high_water of the issuer checkpoint this Sync
+	// logged, 0 if none.
+	Checkpoint int64
 }
 
 // pendingReceipt is a receipt without a stored proof.
@@ -134,7 +143,14 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 
 	sub := &submitter{url: strings.TrimRight(cfg.LogURL, "/") + "/add", opts: opts, pv: pv, pub: pub, store: s}
 	rejected := make(map[string]bool) // session/sequence refused for good in this run
+	checkpointed := opts.CheckpointEvery < 0
 	for {
+		// Read before the scan: when the scan then finds nothing pending,
+		// every receipt up to it is in the log.
+		hw, err := s.issuerLast()
+		if err != nil {
+			return res, err
+		}
 		pend, err := s.pending()
 		if err != nil {
 			return res, err
@@ -146,6 +162,15 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 			}
 		}
 		res.Pending = len(pend)
+		if len(pend) == 0 && !checkpointed {
+			checkpointed = true
+			if res.Checkpoint, err = s.issuerCheckpoint(priv, opts.CheckpointEvery, hw); err != nil {
+				return res, err
+			}
+			if res.Checkpoint > 0 {
+				continue // submit it
+			}
+		}
 		if len(todo) == 0 {
 			return res, nil
 		}
