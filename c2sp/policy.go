@@ -210,7 +210,7 @@ func ParsePolicy(data []byte) (*Policy, error) {
 		}
 	}
 	if quorumLine == 0 {
-		return nil, fmt.Errorf("%w: no quorum line", ErrPolicy)
+		return nil, fmt.Errorf("%w: no quorum line (\"quorum none\" if no cosignature is required)", ErrPolicy)
 	}
 	return p, nil
 }
