@@ -118,3 +118,23 @@ func TestDrainSpoolLocked(t *testing.T) {
 		t.Fatalf("DrainSpool of a locked spool = %d, %v; want 0, nil", n, err)
 	}
 }
+
+// When neither spool can be written, Spool says why for both.
+func TestSpoolNowhere(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(state, nil, 0o600); err != nil { // a file: no directory below it
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_STATE_HOME", state)
+	s := Open(t.TempDir())
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.SpoolDir(), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	where, err := s.Spool("claude", "post", []byte("x"))
+	if err == nil || strings.Count(err.Error(), "not a directory") != 2 {
+		t.Fatalf("Spool with both spools broken = %q, %v; want an error naming both causes", where, err)
+	}
+}
