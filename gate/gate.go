@@ -11,6 +11,7 @@ package gate
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -74,8 +75,12 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 	}
 	var d Decision
 	if g.PolicyErr != nil || g.Engine == nil {
+		err := g.PolicyErr
+		if err == nil {
+			err = errors.New("no policy loaded")
+		}
 		d.Decision = policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
-			Message: fmt.Sprintf("policy: %v (fix it, then run docket policy check)", g.PolicyErr)}
+			Message: fmt.Sprintf("policy: %v (fix it, then run docket policy check)", err)}
 	} else {
 		d.PolicyDigest = g.Engine.Digest()
 		d.Decision = Evaluate(ctx, g.Engine, c.Requests, g.Store.Project, g.Home)

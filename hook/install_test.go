@@ -97,3 +97,51 @@ func TestMatcherCovers(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSettingsInstall checks that installing into any settings file either
+// refuses it, leaving it alone, or installs every hook once, keeping what
+// was there: a second install adds nothing.
+func FuzzSettingsInstall(f *testing.F) {
+	for _, seed := range []string{
+		`{}`, `{"hooks":{}}`, `{"hooks":[]}`, `{"hooks":{"PreToolUse":{}}}`, `[]`, `{"hooks":`,
+		`{"permissions":{"allow":["Bash(ls:*)"]},"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"true"}]}]}}`,
+		`{"hooks":{"SessionEnd":[{"hooks":[{"type":"command","command":"docket hook session-end","timeout":5}]}],"Other":1}}`,
+		`{"hooks":{"PostToolUse":[1,{"hooks":"x"},{"hooks":[{"type":"command"}]}]}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	_, events, _ := Claude.Installs()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "settings.json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := ReadSettings(path)
+		if err == nil {
+			_, err = s.Install(events, "/bin/docket")
+		}
+		if err != nil {
+			return
+		}
+		if err := s.Write(); err != nil {
+			t.Fatal(err)
+		}
+		again, err := ReadSettings(path)
+		if err != nil {
+			t.Fatalf("settings written by Install do not read back: %v", err)
+		}
+		if added, err := again.Install(events, "/bin/docket"); err != nil || len(added) != 0 {
+			t.Fatalf("second Install = %v, %v; want nothing added", added, err)
+		}
+		for _, ev := range events {
+			if len(again.Installed(ev.Event, "", ev.Kind)) == 0 {
+				t.Fatalf("no docket hook %s for %s after Install", ev.Kind, ev.Event)
+			}
+		}
+		for k := range s.m {
+			if _, ok := again.m[k]; !ok {
+				t.Fatalf("Install dropped the member %q", k)
+			}
+		}
+	})
+}
