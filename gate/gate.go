@@ -88,6 +88,27 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
+	return g.record(c, d)
+}
+
+// ReasonLogUnavailable is the reason of a deny the strict mode signs when
+// the allow decision could not be put in the log in time.
+const ReasonLogUnavailable = "log_unavailable"
+
+// Refuse signs and appends a deny of a call that the policy allowed but
+// that must not run all the same (reason, e.g. ReasonLogUnavailable, and
+// message say why), so that the chain says the call was denied.
+func (g *Gate) Refuse(c Call, allowed Decision, reason, message string) (Decision, error) {
+	d := Decision{PolicyDigest: allowed.PolicyDigest,
+		Decision: policy.Decision{Decision: policy.Deny, Reason: reason, Message: message, PolicyIDs: allowed.PolicyIDs}}
+	return g.record(c, d)
+}
+
+// record signs decision d of call c and appends it to the session chain.
+func (g *Gate) record(c Call, d Decision) (Decision, error) {
+	if c.Start.IsZero() {
+		c.Start = time.Now()
+	}
 	head, err := g.Store.Append(c.SessionID, store.AppendOptions{}, func(l store.Link) ([]byte, error) {
 		latency := time.Since(c.Start).Milliseconds()
 		rec, err := receipts.Sign(g.Key, receipts.Payload{
