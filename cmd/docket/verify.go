@@ -47,8 +47,13 @@ fails is invalid, a missing proof undecidable.
 Exit status: 0 every receipt valid, 1 some receipt invalid, 2 some receipt
 undecidable (no trusted key, malformed, unknown shape, no proof) and none invalid.
 
+A directory written by docket export is taken as it is: its chains, with
+their proofs, its issuer keys, log key and witness policy (unless the
+flags give others).
+
 Examples:
     docket verify -key-file .docket/issuer.key .docket/sessions/*.jsonl
+    docket verify bundle/
     docket verify -key-file .docket/issuer.key -log-key "$(cat log.vkey)" -witness-policy witnesses.policy .docket/sessions/*.jsonl
     docket verify -jwks issuers.json -json receipt.json
 `
@@ -85,6 +90,11 @@ func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		hintf(stderr, "docket verify -key-file .docket/issuer.key .docket/sessions/*.jsonl")
 		return 2
 	}
+	names, err := expandBundles(fs.Args(), keyHex, jwksFile, keyFile, logKey, witnessPolicy)
+	if err != nil {
+		errorf(stderr, "verify: %v", err)
+		return 2
+	}
 	keys, err := loadKeys(*keyHex, *jwksFile, *keyFile)
 	if err != nil {
 		errorf(stderr, "verify: %v", err)
@@ -111,8 +121,8 @@ func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		errorf(stderr, "verify: -witness-policy and -proofs need -log-key")
 		return 2
 	}
-	files := make([]fileResult, fs.NArg())
-	for i, name := range fs.Args() {
+	files := make([]fileResult, len(names))
+	for i, name := range names {
 		files[i] = verifyFile(name, opts)
 		if proofs != nil {
 			checkProofs(&files[i], proofs, *proofsDir)
@@ -175,6 +185,35 @@ func verifyFile(name string, opts receipts.Options) fileResult {
 		return fileResult{name: name, lines: lines, results: receipts.VerifyChain(lines, opts)}
 	}
 	return fileResult{name: name, lines: [][]byte{data}, results: []receipts.Result{receipts.Verify(data, opts)}}
+}
+
+// expandBundles replaces each bundle directory (docket export) among args
+// by its session chains, and takes the bundle's issuer keys, log key and
+// witness policy for the flags that were not given.
+func expandBundles(args []string, keyHex, jwks, keyFile, logKey, policy *string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		m, err := os.ReadFile(filepath.Join(a, bundleManifest))
+		if err != nil {
+			out = append(out, a)
+			continue
+		}
+		b := &bundle{dir: a}
+		if err := json.Unmarshal(m, b); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(a, bundleManifest), err)
+		}
+		if *keyHex == "" && *keyFile == "" {
+			lf := logFlags{logKey: *logKey, policy: *policy, log: "-"}
+			b.defaults(&lf, jwks)
+			*logKey, *policy = lf.logKey, lf.policy
+		}
+		chains, err := filepath.Glob(filepath.Join(a, store.SessionsDir, "*.jsonl"))
+		if err != nil || len(chains) == 0 {
+			return nil, fmt.Errorf("%s: a bundle without session chains", a)
+		}
+		out = append(out, chains...)
+	}
+	return out, nil
 }
 
 // checkProofs requires a verified log proof for every valid receipt of f,
