@@ -47,6 +47,7 @@ trace-<session>, which must not exist):
                        canonical bytes whose sha256 the record commits
     chain.jsonl        the session chain the transcript is read from
     last.tlog-proof    the log proof of the chain's last receipt, if synced
+    evidence/          docket audit's evidence files, if it found anything
 
 The record's transparency member names last.tlog-proof resolved against the
 transcript's URI, so publish DIR as a whole. When .docket/config.json names
@@ -116,7 +117,7 @@ type traceExport struct {
 	stderr                            io.Writer
 }
 
-func (e *traceExport) run(ctx context.Context) (*trace.Record, error) {
+func (e *traceExport) run(ctx context.Context) (_ *trace.Record, err error) {
 	chain, err := e.st.Receipts(e.session)
 	if err != nil {
 		return nil, err
@@ -149,13 +150,18 @@ func (e *traceExport) run(ctx context.Context) (*trace.Record, error) {
 		}
 		cfg.PolicyDigest = eng.Digest()
 	}
+	if err := os.Mkdir(e.dir, 0o755); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(e.dir)
+		}
+	}()
 	if e.audit {
 		if cfg.Appraisal, err = e.appraise(ctx, key.Public().(ed25519.PublicKey), chain, s.ID); err != nil {
 			return nil, fmt.Errorf("docket audit: %w (-no-audit exports without an appraisal)", err)
 		}
-	}
-	if err := os.Mkdir(e.dir, 0o755); err != nil {
-		return nil, err
 	}
 	abs, err := filepath.Abs(e.dir)
 	if err != nil {
@@ -220,10 +226,7 @@ func (e *traceExport) appraise(ctx context.Context, pub ed25519.PublicKey, chain
 	if err != nil {
 		return nil, err
 	}
-	evidence, err := os.MkdirTemp("", "docket-evidence-")
-	if err != nil {
-		return nil, err
-	}
+	evidence := filepath.Join(e.dir, "evidence")
 	findings, err := audit.Run(ctx, audit.Config{Fetcher: f, Checkpoint: raw, Size: cp.Size, Root: cp.Root,
 		Keys: receipts.PinnedKey(pub), Sessions: []string{session}, EvidenceDir: evidence},
 		[]audit.Chain{{Source: e.st.ChainPath(session), Receipts: chain}})
@@ -233,6 +236,7 @@ func (e *traceExport) appraise(ctx context.Context, pub ed25519.PublicKey, chain
 	for _, fd := range findings {
 		warnf(e.stderr, "audit: %s", fd)
 	}
+	os.Remove(evidence) // only if empty
 	return trace.Appraise(findings, time.Now()), nil
 }
 
