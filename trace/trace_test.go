@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketlog/docket/audit"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -321,5 +322,52 @@ func FuzzVerify(f *testing.F) {
 			t.Fatal("valid without a record")
 		}
 		ParseTranscript(transcript)
+	})
+}
+
+func TestAppraise(t *testing.T) {
+	at := time.Unix(1790000000, 0)
+	for _, tc := range []struct {
+		name     string
+		findings []audit.Finding
+		want     string
+	}{
+		{"none", nil, "affirming"},
+		{"notice", []audit.Finding{{Kind: "open_session", Notice: true}}, "warning"},
+		{"finding", []audit.Finding{{Kind: "open_session", Notice: true}, {Kind: "dropped"}}, "contraindicated"},
+	} {
+		a := Appraise(tc.findings, at)
+		if a.Status != tc.want || a.Verifier != Verifier || a.Timestamp != at.Unix() {
+			t.Errorf("Appraise(%s) = %+v, want status %s", tc.name, a, tc.want)
+		}
+	}
+}
+
+// FuzzTranscript: whatever parses as a transcript marshals to canonical
+// bytes that parse back to the same transcript and marshal the same.
+func FuzzTranscript(f *testing.F) {
+	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, 32))
+	s, _ := ReadSession(session(f, key, Digest([]byte("p"))))
+	b, _ := MarshalTranscript(s.Calls)
+	f.Add(b)
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`[{"call_index":1,"tool_name":"é\u2028","started_at":"x","decision":"allow","duration_ms":-1}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		calls, err := ParseTranscript(data)
+		if err != nil {
+			return
+		}
+		once, err := MarshalTranscript(calls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseTranscript(once)
+		if err != nil {
+			t.Fatalf("ParseTranscript(%s) = %v", once, err)
+		}
+		twice, _ := MarshalTranscript(again)
+		if !bytes.Equal(once, twice) {
+			t.Fatalf("round trip: %s != %s", once, twice)
+		}
 	})
 }
