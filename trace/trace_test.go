@@ -275,6 +275,10 @@ func TestRoundTrip(t *testing.T) {
 		{"no transcript", record, func(o *Options) { o.Transcript = nil }, receipts.Undecidable, CauseMissing},
 		{"no chain", record, func(o *Options) { o.Chain = nil }, receipts.Undecidable, CauseMissing},
 		{"chain of another key", record, func(o *Options) { o.Chain = session(t, otherKey, digest) }, receipts.Invalid, receipts.CauseKIDMismatch},
+		{"chain of another trusted issuer", record, func(o *Options) {
+			o.Chain = session(t, otherKey, digest)
+			o.Keys = &receipts.KeySet{Keys: []receipts.Key{{Public: pub}, {Public: otherKey.Public().(ed25519.PublicKey)}}}
+		}, receipts.Invalid, CauseIssuer},
 		{"malformed", []byte(`{"eat_profile":`), nil, receipts.Undecidable, receipts.CauseMalformed},
 		{"v0.1 profile", bytes.Replace(record, []byte(Profile), []byte(profileV01), 1), nil, receipts.Invalid, CauseProfile},
 	} {

@@ -36,6 +36,7 @@ const (
 	CauseCallCount      = "call_count"              // invalid: the transcript holds another number of calls
 	CauseTranscript     = "transcript_mismatch"     // invalid: the transcript is not the one of the receipts
 	CauseNotAnchored    = "not_anchored"            // invalid: the record names no log proof
+	CauseIssuer         = "issuer_mismatch"         // invalid: the receipts are not the record signer's
 )
 
 // Options says what Verify trusts and what evidence it checks.
@@ -257,9 +258,14 @@ func verifyTranscript(rep *Report, rec *Record, opts Options) {
 		return
 	}
 	results := receipts.VerifyChain(opts.Chain, receipts.Options{Keys: opts.Keys})
+	signer, _ := base64.RawURLEncoding.DecodeString(rec.CNF.JWK.X)
 	for i, r := range results {
 		if r.Outcome != receipts.Valid {
 			rep.add("receipts", r.Outcome, r.Cause, "receipt %d: %s", i+1, r.Detail)
+			return
+		}
+		if !bytes.Equal(r.Key, signer) {
+			rep.add("receipts", receipts.Invalid, CauseIssuer, "receipt %d is signed by %s, the record by %s: a record vouches for its own issuer's receipts", i+1, r.KID, receipts.KID(signer))
 			return
 		}
 	}
