@@ -274,7 +274,8 @@ receipt (with -witness-policy, its witness quorum).
 
 The transcript, chain and proof are read from -transcript, -chain and
 -proof, else with -fetch from the record's transcript_uri, chain.jsonl
-next to it, and its transparency URI (http, https or file), else from
+next to it, and its transparency URI (http, https or file; only once the
+record's signature verified under a trusted key), else from
 transcript.json, chain.jsonl and last.tlog-proof next to RECORD.
 
 Options:
@@ -336,24 +337,25 @@ func runVerifyTrace(_ context.Context, args []string, stdout, stderr io.Writer) 
 		errorf(stderr, "verify: %v", err)
 		return 2
 	}
-	// The URIs are read from the record before it is verified: what they
-	// serve is then checked against the signed hashes and the receipts.
-	var named struct {
-		ToolTranscript struct {
-			TranscriptURI string `json:"transcript_uri"`
-		} `json:"tool_transcript"`
-		Transparency string `json:"transparency"`
+	// With -fetch, the URIs are those of a record whose signature verified
+	// under a trusted key: nothing an untrusted record names is fetched.
+	var transcriptURI, transparency string
+	if *fetch {
+		if first := trace.Verify(data, trace.Options{Keys: keys, MaxAge: opts.MaxAge, Skew: opts.Skew}); first.Record != nil {
+			if tt := first.Record.ToolTranscript; tt != nil {
+				transcriptURI = tt.TranscriptURI
+			}
+			transparency = first.Record.Transparency
+		}
 	}
-	json.Unmarshal(data, &named)
-	dir := filepath.Dir(*recordFile)
-	src := evidenceSource{fetch: *fetch, dir: dir}
+	src := evidenceSource{fetch: *fetch, dir: filepath.Dir(*recordFile)}
 	var errs []error
-	opts.Transcript = src.read(*transcriptFile, named.ToolTranscript.TranscriptURI, "", traceTranscriptFile, &errs)
-	if chain := src.read(*chainFile, named.ToolTranscript.TranscriptURI, traceChainFile, traceChainFile, &errs); chain != nil {
+	opts.Transcript = src.read(*transcriptFile, transcriptURI, "", traceTranscriptFile, &errs)
+	if chain := src.read(*chainFile, transcriptURI, traceChainFile, traceChainFile, &errs); chain != nil {
 		opts.Chain = receipts.SplitLines(chain)
 	}
 	if opts.Proofs != nil {
-		opts.Proof = src.read(*proofFile, named.Transparency, "", traceProofFile, &errs)
+		opts.Proof = src.read(*proofFile, transparency, "", traceProofFile, &errs)
 	}
 	for _, err := range errs {
 		warnf(stderr, "%v", err)
@@ -395,11 +397,14 @@ const maxEvidence = 1 << 30
 
 // read returns the bytes of the file given by flag, else with -fetch of the
 // URI (resolving rel against it when rel is set), else of local next to the
-// record; nil when there are none. Errors other than absence are appended
-// to errs.
+// record; nil when there are none (with -fetch, also when the record named
+// no URI or did not verify). Errors other than absence are appended to errs.
 func (s evidenceSource) read(flagFile, uri, rel, local string, errs *[]error) []byte {
 	name := flagFile
-	if name == "" && s.fetch && uri != "" {
+	if name == "" && s.fetch {
+		if uri == "" {
+			return nil
+		}
 		u, err := url.Parse(uri)
 		if err == nil && rel != "" {
 			u = u.ResolveReference(&url.URL{Path: rel})
