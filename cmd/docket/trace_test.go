@@ -3,6 +3,8 @@ package main
 import (
 	"crypto/rand"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,6 +94,25 @@ func TestExportTraceWithoutLog(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "receipts: valid") || !strings.Contains(out, "transparency: not checked") {
 		t.Errorf("docket verify -trace = %d, %q; want 0 with receipts checked", code, out)
 	}
+	// Published over HTTP: -fetch reads the transcript and the chain next to it.
+	srv := httptest.NewServer(http.StripPrefix("/s2/", http.FileServer(http.Dir(filepath.Join(project, "pub")))))
+	defer srv.Close()
+	if code, _, errs := runDocket(t, "", "export", "trace", "-session", "s2", "-o", "pub", "-transcript-uri", srv.URL+"/s2/transcript.json"); code != 0 {
+		t.Fatalf("docket export trace -transcript-uri = %d, %s", code, errs)
+	}
+	if err := os.Rename(filepath.Join("pub", "trust-record.json"), "alone.json"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runDocket(t, "", "verify", "-trace", "alone.json", "-key-file", ".docket/issuer.key", "-fetch")
+	if code != 0 || !strings.Contains(out, "receipts: valid") {
+		t.Errorf("docket verify -trace -fetch = %d, %q; want 0 with receipts checked", code, out)
+	}
+	os.Remove(filepath.Join("pub", "chain.jsonl"))
+	code, out, errs = runDocket(t, "", "verify", "-trace", "alone.json", "-key-file", ".docket/issuer.key", "-fetch")
+	if code != 2 || !strings.Contains(out, "receipts: undecidable: missing") || !strings.Contains(errs, "404 Not Found") {
+		t.Errorf("docket verify -trace -fetch, no chain = %d, %q, %q; want 2, missing, the 404", code, out, errs)
+	}
+
 	// With a log key, a record that names no proof is not anchored.
 	_, vkey, err := note.GenerateKey(rand.Reader, "log.example")
 	if err != nil {
