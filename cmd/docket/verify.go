@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/docketlog/docket/c2sp"
@@ -18,6 +19,7 @@ import (
 
 const verifyUsage = `Usage:
     docket verify [-key HEX | -jwks FILE | -key-file FILE] [options] FILE...
+    docket verify -trace RECORD [options]   (a TRACE Trust Record: docket verify -trace x -h)
 
 Verifies receipts offline. A FILE ending in .jsonl is one chain, a receipt a
 line, replayed in order: every signature, every previousReceiptHash link,
@@ -69,6 +71,9 @@ type fileResult struct {
 }
 
 func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if slices.ContainsFunc(args, isTraceFlag) {
+		return runVerifyTrace(ctx, args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(stderr, verifyUsage) }
 	keyHex := fs.String("key", "", "")
@@ -104,20 +109,12 @@ func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		warnf(stderr, "no trusted key given (-key, -jwks or -key-file): every receipt is undecidable")
 	}
 	opts.Keys = keys
-	var proofs *c2sp.ProofVerifier
-	if *logKey != "" {
-		var policy []byte
-		if *witnessPolicy != "" {
-			if policy, err = os.ReadFile(*witnessPolicy); err != nil {
-				errorf(stderr, "verify: %v", err)
-				return 2
-			}
-		}
-		if proofs, err = c2sp.NewProofVerifier(*logKey, policy); err != nil {
-			errorf(stderr, "verify: %v", err)
-			return 2
-		}
-	} else if *witnessPolicy != "" || *proofsDir != "" {
+	proofs, err := newProofVerifier(*logKey, *witnessPolicy)
+	if err != nil {
+		errorf(stderr, "verify: %v", err)
+		return 2
+	}
+	if proofs == nil && (*witnessPolicy != "" || *proofsDir != "") {
 		errorf(stderr, "verify: -witness-policy and -proofs need -log-key")
 		return 2
 	}
@@ -131,6 +128,22 @@ func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	return report(w, files, *asJSON, *strict)
+}
+
+// newProofVerifier returns the verifier of log proofs under the log key
+// and the witness policy file, or nil without a log key.
+func newProofVerifier(logKey, witnessPolicy string) (*c2sp.ProofVerifier, error) {
+	if logKey == "" {
+		return nil, nil
+	}
+	var policy []byte
+	if witnessPolicy != "" {
+		var err error
+		if policy, err = os.ReadFile(witnessPolicy); err != nil {
+			return nil, err
+		}
+	}
+	return c2sp.NewProofVerifier(logKey, policy)
 }
 
 func loadKeys(keyHex, jwksFile, keyFile string) (*receipts.KeySet, error) {
