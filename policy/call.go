@@ -10,6 +10,7 @@ import (
 
 	cedar "github.com/cedar-policy/cedar-go"
 	"github.com/cedar-policy/cedar-go/types"
+	"github.com/docketlog/docket/policy/internal/shell"
 )
 
 // Call is one agent tool call, normalized by the hook layer: ToolName is a
@@ -261,7 +262,7 @@ func (x *callEnv) build(c Call) ([]built, error) {
 			"command":     str(in.Command),
 			"description": str(in.Description),
 		}))
-		sh, err := AnalyzeShell(in.Command, x.home, x.cwd)
+		sh, err := shell.Analyze(in.Command, x.home, x.cwd)
 		if err != nil {
 			return nil, err
 		}
@@ -422,7 +423,7 @@ func globPrefix(pattern string) string {
 	return pattern[:j]
 }
 
-func (x *callEnv) programEntity(cmd Command) types.EntityUID {
+func (x *callEnv) programEntity(cmd shell.Command) types.EntityUID {
 	uid := types.NewEntityUID(programType, str(cmd.Name))
 	x.ents[uid] = types.Entity{
 		UID:        uid,
@@ -440,7 +441,7 @@ func strSet(xs []string) types.Set {
 }
 
 // execContext is the ExecCommand context of one simple command.
-func execContext(cmd Command) types.RecordMap {
+func execContext(cmd shell.Command) types.RecordMap {
 	var flags []string
 	sub := ""
 	opts := true

@@ -551,37 +551,6 @@ func TestDecideNeverPanics(t *testing.T) {
 	}
 }
 
-func TestAnalyzeShell(t *testing.T) {
-	tests := []struct {
-		name  string
-		cmd   string
-		names string // program names in order
-	}{
-		{"pipeline", "a | b | c", "a,b,c"},
-		{"wrappers", "sudo env X=1 timeout 5 nice -n 2 xargs -0 rm", "sudo,env,timeout,nice,xargs,rm"},
-		{"bash -c", `bash -ec 'a; b'`, "bash,a,b"},
-		{"find exec", `find . -exec grep x {} \; -exec wc {} +`, "find,grep,wc"},
-		{"substitutions", "a $(b) `c` <(d) >(e)", "a,b,c,d,e"},
-		{"unquoting", `r''m; "l"s; \c\a\t`, "rm,ls,cat"},
-		{"path program", "/usr/bin/git status", "git"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			sh, err := AnalyzeShell(tt.cmd, "/home/u", "/p")
-			if err != nil {
-				t.Fatalf("AnalyzeShell(%q) error: %v", tt.cmd, err)
-			}
-			var got []string
-			for _, c := range sh.Commands {
-				got = append(got, c.Name)
-			}
-			if strings.Join(got, ",") != tt.names {
-				t.Errorf("AnalyzeShell(%q) = %v, want %s", tt.cmd, got, tt.names)
-			}
-		})
-	}
-}
-
 func TestParseURL(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -607,14 +576,14 @@ func TestParseURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := ParseURL(tt.url)
+			p, err := parseURL(tt.url)
 			switch {
 			case tt.host == "" && err == nil:
-				t.Errorf("ParseURL(%q) = %+v, want error", tt.url, p)
+				t.Errorf("parseURL(%q) = %+v, want error", tt.url, p)
 			case tt.host != "" && err != nil:
-				t.Errorf("ParseURL(%q) error: %v", tt.url, err)
+				t.Errorf("parseURL(%q) error: %v", tt.url, err)
 			case tt.host != "" && (p.Host != tt.host || strings.Join(p.Chain, ",") != tt.chain):
-				t.Errorf("ParseURL(%q) = %s %v, want %s %s", tt.url, p.Host, p.Chain, tt.host, tt.chain)
+				t.Errorf("parseURL(%q) = %s %v, want %s %s", tt.url, p.Host, p.Chain, tt.host, tt.chain)
 			}
 		})
 	}

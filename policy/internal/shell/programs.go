@@ -1,422 +1,26 @@
-package policy
+package shell
 
 import (
 	"fmt"
 	"path"
 	"strings"
-
-	"mvdan.cc/sh/v3/syntax"
 )
 
-// maxShellDepth bounds nested `bash -c`, `eval`, `env -S` and `watch` strings.
-const maxShellDepth = 8
-
-// maxCommandLen bounds the command line analyzed.
-const maxCommandLen = 64 << 10
-
-// maxShellCommands bounds the simple commands taken from one command line.
-const maxShellCommands = 512
-
-// ShellError is why a command line could not be turned into requests; it
-// always denies.
-type ShellError struct {
-	Reason string // "parse_error" or "dynamic_command"
-	Msg    string
-}
-
-func (e *ShellError) Error() string { return e.Msg }
-
-// arg is one shell word after literal unquoting.
-type arg struct {
-	text string // unquoted text; for dynamic words, a printable approximation
-	lit  bool   // fully known: no expansions or brace expansion
-	glob bool   // has unquoted glob characters (still a usable path prefix)
-}
-
-// Command is one simple command found in a command line, after unwrapping.
-type Command struct {
-	Name    string   // base name of the program ("rm")
-	Path    string   // program as written after unquoting ("/bin/rm")
-	Args    []string // arguments after the program
-	Dynamic bool     // some argument is not a literal
-	Inline  bool     // interpreter given inline code (python -c, node -e, ...)
-	// StdinCode is set for a shell or interpreter reading its program from
-	// a pipe, here-document or substitution (curl … | sh, bash <(…)).
-	StdinCode bool
-	Pipeline  []string // programs in the same pipeline or substitutions feeding it
-	Wrappers  []string // wrappers unwrapped to reach it
-	Env       []string // variables assigned for it (X=1 cmd, env X=1 cmd)
-	Reads     []string // path arguments it reads
-	Writes    []string // path arguments it writes, deletes or changes
-}
-
-// ShellAnalysis is everything a command line will run and touch.
-type ShellAnalysis struct {
-	Commands []Command
-	Writes   []string // write redirection targets
-	Reads    []string // input redirection sources
-	// Dirs are the directories the command line may change into (cd,
-	// pushd): relative paths can be relative to any of them.
-	Dirs []string
-	// UnknownDir is set when it changes into a directory only known at
-	// run time (cd "$X", cd -, popd).
-	UnknownDir bool
-}
-
-type shellWalker struct {
-	res     ShellAnalysis
-	home    string
-	cwd     string
-	depth   int
-	names   map[*syntax.CallExpr][]string // program names per call, for pipeline context
-	assigns []string                      // assignments for the next invoke
-	stdinOf map[*syntax.CallExpr]stdinSrc
-	stdin   stdinSrc // of the call being unwrapped
-}
-
-// stdinSrc is where a command's standard input comes from, when that can
-// be code for a shell or interpreter.
-type stdinSrc struct {
-	pipe bool         // a pipe: whatever the upstream command prints
-	doc  *syntax.Word // a here-document or here-string
-}
-
-// AnalyzeShell parses a bash command line and returns every simple command
-// anywhere in it (pipelines, lists, substitutions, subshells, functions,
-// `bash -c` strings, wrapper arguments), and every redirection target.
-// home and cwd substitute $HOME and $PWD. Parse errors and program names
-// that are not literals are errors.
-func AnalyzeShell(src, home, cwd string) (*ShellAnalysis, error) {
-	if len(src) > maxCommandLen {
-		return nil, &ShellError{"parse_error", fmt.Sprintf("command line longer than %d bytes", maxCommandLen)}
-	}
-	w := &shellWalker{home: home, cwd: cwd, names: make(map[*syntax.CallExpr][]string)}
-	if err := w.parse(src, nil, nil); err != nil {
-		return nil, err
-	}
-	return &w.res, nil
-}
-
-func (w *shellWalker) parse(src string, wrappers, pipeline []string) (err error) {
-	if w.depth >= maxShellDepth {
-		return &ShellError{"dynamic_command", "shell commands nested too deeply"}
-	}
-	w.depth++
-	defer func() { w.depth-- }()
-	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
-	f, perr := p.Parse(strings.NewReader(src), "")
-	if perr != nil {
-		return &ShellError{"parse_error", "cannot parse shell command: " + oneLine(perr.Error())}
-	}
-	pipes := make(map[*syntax.CallExpr][]string)
-	donePipes := make(map[*syntax.BinaryCmd]bool)
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if err != nil {
-			return false
-		}
-		switch n := n.(type) {
-		case *syntax.BinaryCmd:
-			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !donePipes[n] {
-				// Every command under the outermost pipe sees every
-				// program in it (an over-approximation for nested ones).
-				names := w.namesIn(n)
-				w.markPiped(n)
-				syntax.Walk(n, func(m syntax.Node) bool {
-					switch m := m.(type) {
-					case *syntax.CallExpr:
-						pipes[m] = appendUniq(pipes[m], names...)
-					case *syntax.BinaryCmd:
-						donePipes[m] = true
-					}
-					return true
-				})
-			}
-		case *syntax.ProcSubst:
-			if n.Op == syntax.CmdOut {
-				// >(cmd) reads what the outer command writes.
-				syntax.Walk(n, func(m syntax.Node) bool {
-					if c, ok := m.(*syntax.CallExpr); ok {
-						w.setStdin(c, func(s *stdinSrc) { s.pipe = true })
-					}
-					return true
-				})
-			}
-		case *syntax.Stmt:
-			err = w.redirects(n)
-			if c, ok := n.Cmd.(*syntax.CallExpr); ok {
-				for _, r := range n.Redirs {
-					switch r.Op {
-					case syntax.Hdoc, syntax.DashHdoc:
-						w.setStdin(c, func(s *stdinSrc) { s.doc = r.Hdoc })
-					case syntax.WordHdoc:
-						w.setStdin(c, func(s *stdinSrc) { s.doc = r.Word })
-					}
-				}
-			}
-		case *syntax.CallExpr:
-			err = w.call(n, wrappers, appendUniq(append([]string(nil), pipeline...), pipes[n]...))
-		}
-		return err == nil
-	})
-	return err
-}
-
-// namesIn returns the program names of the simple commands under n, for
-// pipeline context. Errors are ignored here; call reports them.
-func (w *shellWalker) namesIn(n syntax.Node) []string {
-	var names []string
-	syntax.Walk(n, func(m syntax.Node) bool {
-		c, ok := m.(*syntax.CallExpr)
-		if !ok || len(c.Args) == 0 {
-			return true
-		}
-		cached, ok := w.names[c]
-		if !ok {
-			sub := &shellWalker{home: w.home, cwd: w.cwd, depth: w.depth, names: w.names}
-			_ = sub.invoke(w.words(c.Args), nil, nil)
-			for _, cmd := range sub.res.Commands {
-				cached = appendUniq(cached, cmd.Name)
-			}
-			w.names[c] = cached
-		}
-		names = appendUniq(names, cached...)
-		return true
-	})
-	return names
-}
-
-func (w *shellWalker) redirects(s *syntax.Stmt) error {
-	for _, r := range s.Redirs {
-		if r.Word == nil {
-			continue
-		}
-		var write bool
-		switch r.Op {
-		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob,
-			syntax.AppClob, syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:
-			write = true
-		case syntax.DplOut:
-			a := w.word(r.Word)
-			if a.lit && (a.text == "-" || isDigits(a.text)) {
-				continue
-			}
-			write = true
-		case syntax.RdrIn:
-		default: // <&, here-documents, here-strings
-			continue
-		}
-		a := w.word(r.Word)
-		if !a.lit {
-			return &ShellError{"dynamic_command", fmt.Sprintf("redirection target %q is not a literal path", a.text)}
-		}
-		if write {
-			w.res.Writes = append(w.res.Writes, a.text)
-		} else {
-			w.res.Reads = append(w.res.Reads, a.text)
-		}
-	}
-	return nil
-}
-
-func (w *shellWalker) setStdin(c *syntax.CallExpr, f func(*stdinSrc)) {
-	if w.stdinOf == nil {
-		w.stdinOf = make(map[*syntax.CallExpr]stdinSrc)
-	}
-	s := w.stdinOf[c]
-	f(&s)
-	w.stdinOf[c] = s
-}
-
-// markPiped records that the commands on the right of a pipe read it.
-func (w *shellWalker) markPiped(b *syntax.BinaryCmd) {
-	syntax.Walk(b, func(m syntax.Node) bool {
-		if p, ok := m.(*syntax.BinaryCmd); ok && (p.Op == syntax.Pipe || p.Op == syntax.PipeAll) {
-			syntax.Walk(p.Y, func(n syntax.Node) bool {
-				if c, ok := n.(*syntax.CallExpr); ok {
-					w.setStdin(c, func(s *stdinSrc) { s.pipe = true })
-				}
-				return true
-			})
-		}
-		return true
-	})
-}
-
-func (w *shellWalker) call(c *syntax.CallExpr, wrappers, pipeline []string) error {
-	if len(c.Args) == 0 {
-		return nil // assignments only; their substitutions are walked
-	}
-	saved := w.stdin
-	w.stdin = w.stdinOf[c]
-	defer func() { w.stdin = saved }()
-	// Programs in substitutions inside the arguments feed this command.
-	for _, a := range c.Args {
-		for _, part := range a.Parts {
-			switch part.(type) {
-			case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.DblQuoted:
-				pipeline = appendUniq(pipeline, w.namesIn(part)...)
-			}
-		}
-	}
-	for _, a := range c.Assigns {
-		if a.Name != nil {
-			w.assigns = appendUniq(w.assigns, a.Name.Value)
-		}
-	}
-	return w.invoke(w.words(c.Args), wrappers, pipeline)
-}
-
-func (w *shellWalker) words(ws []*syntax.Word) []arg {
-	out := make([]arg, len(ws))
-	for i, x := range ws {
-		out[i] = w.word(x)
-	}
-	return out
-}
-
-// word unquotes a word literally: `r”m` is rm, `\rm` is rm, "$HOME" is the
-// home directory. Anything else that expands makes the word dynamic.
-func (w *shellWalker) word(x *syntax.Word) arg {
-	var b, unquoted strings.Builder
-	lit, glob := true, false
-	// expand writes a part that expands: $HOME and the like as their
-	// value, anything else as a marker that makes the word dynamic.
-	expand := func(part syntax.WordPart) {
-		if p, ok := part.(*syntax.ParamExp); ok {
-			v, ok := w.param(p)
-			lit = lit && ok
-			b.WriteString(v)
-			return
-		}
-		lit = false
-		b.WriteString("$(…)")
-	}
-	for _, part := range x.Parts {
-		switch p := part.(type) {
-		case *syntax.Lit:
-			v := p.Value
-			if strings.ContainsAny(v, "*?[") {
-				glob = true
-			}
-			unquoted.WriteString(v)
-			b.WriteString(unescapeLit(v, false))
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				lit = false
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			if p.Dollar {
-				lit = false
-			}
-			for _, q := range p.Parts {
-				if l, ok := q.(*syntax.Lit); ok {
-					b.WriteString(unescapeLit(l.Value, true))
-				} else {
-					expand(q)
-				}
-			}
-		default:
-			expand(part)
-		}
-	}
-	if u := unquoted.String(); strings.Contains(u, "{") && strings.Contains(u, "}") && (strings.Contains(u, ",") || strings.Contains(u, "..")) {
-		lit = false // brace expansion can produce any word
-	}
-	return arg{text: b.String(), lit: lit, glob: glob}
-}
-
-// param resolves $HOME and $PWD; any other parameter is dynamic.
-func (w *shellWalker) param(p *syntax.ParamExp) (string, bool) {
-	if p.Param == nil {
-		return "${…}", false
-	}
-	name := p.Param.Value
-	simple := p.Index == nil && p.Exp == nil && p.Repl == nil && p.Slice == nil &&
-		!p.Excl && !p.Length && !p.Width && p.Names == 0 && len(p.Modifiers) == 0 && p.Flags == nil && p.NestedParam == nil
-	if simple {
-		switch {
-		case name == "HOME" && w.home != "":
-			return w.home, true
-		case name == "PWD" && w.cwd != "":
-			return w.cwd, true
-		}
-	}
-	return "$" + name, false
-}
-
-func unescapeLit(s string, dquoted bool) string {
-	if !strings.Contains(s, "\\") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			n := s[i+1]
-			if !dquoted || strings.IndexByte("$`\"\\\n", n) >= 0 {
-				i++
-				if n != '\n' {
-					b.WriteByte(n)
-				}
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func appendUniq(dst []string, xs ...string) []string {
-	for _, x := range xs {
-		found := false
-		for _, d := range dst {
-			if d == x {
-				found = true
-				break
-			}
-		}
-		if !found {
-			dst = append(dst, x)
-		}
-	}
-	return dst
-}
-
-func texts(as []arg) []string {
-	out := make([]string, len(as))
-	for i, a := range as {
-		out[i] = a.text
-	}
-	return out
-}
-
 // invoke records one simple command and recurses into what it runs.
-func (w *shellWalker) invoke(argv []arg, wrappers, pipeline []string) error {
+func (w *walker) invoke(argv []arg, wrappers, pipeline []string) error {
 	if len(argv) == 0 {
 		return nil
 	}
 	if len(w.res.Commands) >= maxShellCommands {
-		return &ShellError{"dynamic_command", "too many commands in one command line"}
+		return &Error{"dynamic_command", "too many commands in one command line"}
 	}
 	prog := argv[0]
 	if !prog.lit || prog.glob {
-		return &ShellError{"dynamic_command", fmt.Sprintf("program name %q is not a literal", prog.text)}
+		return &Error{"dynamic_command", fmt.Sprintf("program name %q is not a literal", prog.text)}
 	}
 	name := path.Base(prog.text)
 	if prog.text == "" || strings.HasSuffix(prog.text, "/") || name == "." && prog.text != "." || name == ".." {
-		return &ShellError{"dynamic_command", fmt.Sprintf("program name %q is not a command", prog.text)}
+		return &Error{"dynamic_command", fmt.Sprintf("program name %q is not a command", prog.text)}
 	}
 	args := argv[1:]
 	env := w.assigns
@@ -587,7 +191,7 @@ func skipOpts(args []arg, withArg string, longWithArg []string) []arg {
 	return nil
 }
 
-func (w *shellWalker) env(args []arg, inner, pipeline []string) error {
+func (w *walker) env(args []arg, inner, pipeline []string) error {
 	for i := 0; i < len(args); i++ {
 		t := args[i].text
 		switch {
@@ -612,7 +216,7 @@ func (w *shellWalker) env(args []arg, inner, pipeline []string) error {
 	return nil
 }
 
-func (w *shellWalker) skipAssigns(args []arg) []arg {
+func (w *walker) skipAssigns(args []arg) []arg {
 	for len(args) > 0 {
 		name, _, ok := strings.Cut(args[0].text, "=")
 		if !ok || name == "" || strings.ContainsAny(name, "/ ") {
@@ -625,22 +229,22 @@ func (w *shellWalker) skipAssigns(args []arg) []arg {
 }
 
 // script parses a literal shell string run by a wrapper.
-func (w *shellWalker) script(a arg, inner, pipeline []string) error {
+func (w *walker) script(a arg, inner, pipeline []string) error {
 	if !a.lit {
-		return &ShellError{"dynamic_command", fmt.Sprintf("shell code %q is not a literal", a.text)}
+		return &Error{"dynamic_command", fmt.Sprintf("shell code %q is not a literal", a.text)}
 	}
 	return w.parse(a.text, inner, pipeline)
 }
 
 // joined parses the words of eval or watch joined by spaces.
-func (w *shellWalker) joined(args []arg, inner, pipeline []string) error {
+func (w *walker) joined(args []arg, inner, pipeline []string) error {
 	if len(args) == 0 {
 		return nil
 	}
 	var parts []string
 	for _, a := range args {
 		if !a.lit {
-			return &ShellError{"dynamic_command", fmt.Sprintf("shell code %q is not a literal", a.text)}
+			return &Error{"dynamic_command", fmt.Sprintf("shell code %q is not a literal", a.text)}
 		}
 		parts = append(parts, a.text)
 	}
@@ -648,7 +252,7 @@ func (w *shellWalker) joined(args []arg, inner, pipeline []string) error {
 }
 
 // shell handles bash/sh/zsh: `-c STRING` is parsed recursively.
-func (w *shellWalker) shell(args []arg, inner, pipeline []string) error {
+func (w *walker) shell(args []arg, inner, pipeline []string) error {
 	hasC := false
 	for i := 0; i < len(args); i++ {
 		t := args[i].text
@@ -685,7 +289,7 @@ func (w *shellWalker) shell(args []arg, inner, pipeline []string) error {
 // from its input or a substitution rather than a file: `curl … | sh`,
 // `python3 - <<EOF`, `bash <(curl …)`, `source <(…)`, `… | tee >(sh)`.
 // Shells parse literal here-documents instead.
-func (w *shellWalker) codeOnStdin(name string, args []arg) bool {
+func (w *walker) codeOnStdin(name string, args []arg) bool {
 	fromInput := w.stdin.pipe || w.stdin.doc != nil
 	if name == "source" || name == "." {
 		for _, a := range args {
@@ -728,7 +332,7 @@ func (w *shellWalker) codeOnStdin(name string, args []arg) bool {
 // find handles -exec/-execdir/-ok/-okdir COMMAND ... ; or +. The {}
 // placeholder is replaced by "<start>/*" for each of find's start paths:
 // the files the command can be given.
-func (w *shellWalker) find(args []arg, inner, pipeline []string) error {
+func (w *walker) find(args []arg, inner, pipeline []string) error {
 	var starts []arg
 	for _, a := range args {
 		if strings.HasPrefix(a.text, "-") || a.text == "(" || a.text == "!" {
