@@ -266,34 +266,7 @@ func (x *callEnv) build(c Call) ([]built, error) {
 		if err != nil {
 			return nil, err
 		}
-		// After cd, a relative path may be relative to any directory the
-		// line changes into; check it against each of them.
-		bases := []string{""}
-		for _, d := range sh.Dirs {
-			abs, err := x.absPath(d)
-			if err != nil {
-				return nil, badInput("Bash: cd %s: %v", d, err)
-			}
-			bases = appendUniq(bases, abs)
-		}
-		if sh.UnknownDir {
-			bases = appendUniq(bases, "/")
-		}
-		shellFile := func(action, p string) error {
-			if filepath.IsAbs(p) || p == "~" || strings.HasPrefix(p, "~/") {
-				return fileReq(action, p, true)
-			}
-			for _, b := range bases {
-				q := p
-				if b != "" {
-					q = filepath.Join(b, p)
-				}
-				if err := fileReq(action, q, true); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
+		shellFile := func(action, p string) error { return fileReq(action, p, true) }
 		for _, cmd := range sh.Commands {
 			add("ExecCommand", x.programEntity(cmd), with(execContext(cmd)))
 			for _, p := range cmd.Writes {
@@ -480,6 +453,7 @@ func execContext(cmd shell.Command) types.RecordMap {
 		"has_inline_code": types.Boolean(cmd.Inline),
 		"stdin_code":      types.Boolean(cmd.StdinCode),
 		"dynamic_args":    types.Boolean(cmd.Dynamic),
+		"dynamic_paths":   types.Boolean(cmd.DynamicPaths),
 		"pipeline":        strSet(cmd.Pipeline),
 		"wrappers":        strSet(cmd.Wrappers),
 		"env":             strSet(cmd.Env),
