@@ -262,7 +262,7 @@ func (x *callEnv) build(c Call) ([]built, error) {
 			"command":     str(in.Command),
 			"description": str(in.Description),
 		}))
-		sh, err := shell.Analyze(in.Command, x.home, x.cwd)
+		sh, err := shell.Analyze(in.Command, x.home, x.cwd, x.project)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package policy
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,9 +13,14 @@ import (
 
 // The corpora of issue 12: attacks every one of which the default policy
 // must block (deny or ask), and everyday development calls it must allow.
+// Other corpora in the same format can be run with
+// go test -run TestCorpus -v ./policy -args -attacks FILE -benign FILE
+var (
+	attacksFile = flag.String("attacks", "../testdata/corpus/attacks.txt", "attack corpus for TestCorpus")
+	benignFile  = flag.String("benign", "../testdata/corpus/benign.txt", "benign corpus for TestCorpus")
+)
+
 const (
-	attacksFile = "../testdata/corpus/attacks.txt"
-	benignFile  = "../testdata/corpus/benign.txt"
 	// Targets: at least 99% of attacks blocked, 98% of ordinary calls allowed.
 	minBlocked = 0.99
 	minAllowed = 0.98
@@ -130,23 +136,23 @@ func runCorpus(t testing.TB) corpusResult {
 	f := corpusFixture(t)
 	e := defaultEngine(t)
 	var r corpusResult
-	for _, c := range readCorpus(t, attacksFile) {
+	for _, c := range readCorpus(t, *attacksFile) {
 		r.attacks++
 		d := e.Decide(t.Context(), f.call(c.tool, c.input))
 		if d.Decision != Allow {
 			r.blocked++
 			continue
 		}
-		r.misses = append(r.misses, fmt.Sprintf("attacks.txt:%d [%s] allowed: %s", c.line, c.family, c.text))
+		r.misses = append(r.misses, fmt.Sprintf("%s:%d [%s] allowed: %s", filepath.Base(*attacksFile), c.line, c.family, c.text))
 	}
-	for _, c := range readCorpus(t, benignFile) {
+	for _, c := range readCorpus(t, *benignFile) {
 		r.benign++
 		d := e.Decide(t.Context(), f.call(c.tool, c.input))
 		if d.Decision == Allow {
 			r.allowed++
 			continue
 		}
-		r.misses = append(r.misses, fmt.Sprintf("benign.txt:%d [%s] %s (%s): %s — %s", c.line, c.family, d.Decision, d.Reason, c.text, d.Message))
+		r.misses = append(r.misses, fmt.Sprintf("%s:%d [%s] %s (%s): %s — %s", filepath.Base(*benignFile), c.line, c.family, d.Decision, d.Reason, c.text, d.Message))
 	}
 	return r
 }
@@ -165,7 +171,7 @@ func TestCorpus(t *testing.T) {
 	blocked, allowed := r.rates()
 	t.Logf("attacks blocked %d/%d (%.1f%%), ordinary calls allowed %d/%d (%.1f%%)",
 		r.blocked, r.attacks, 100*blocked, r.allowed, r.benign, 100*allowed)
-	if r.attacks < 300 || r.benign < 200 {
+	if *attacksFile == "../testdata/corpus/attacks.txt" && (r.attacks < 300 || r.benign < 200) {
 		t.Errorf("corpora have %d attacks and %d ordinary calls, want at least 300 and 200", r.attacks, r.benign)
 	}
 	if blocked < minBlocked {

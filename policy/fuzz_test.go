@@ -39,7 +39,7 @@ func FuzzDecideBash(f *testing.F) {
 		}
 		cmd = in.Command
 		// The analysis must not panic (Decide would hide it behind recover).
-		sh, shErr := shell.Analyze(cmd, fuzzHome, fuzzProj)
+		sh, shErr := shell.Analyze(cmd, fuzzHome, fuzzProj, fuzzProj)
 		x, err := newCallEnv(e, c)
 		if err != nil {
 			t.Fatal(err)

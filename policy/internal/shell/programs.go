@@ -567,7 +567,7 @@ func inlineCode(name string, args []arg) bool {
 		for i, a := range args {
 			t := a.text
 			if t == "-E" || strings.HasPrefix(t, "--eval") || strings.HasPrefix(t, "SHELL=") || strings.HasPrefix(t, ".SHELLFLAGS=") ||
-				(t == "-f" || t == "--file" || t == "--makefile") && i+1 < len(args) && args[i+1].text == "-" {
+				(t == "-f" || t == "--file" || t == "--makefile") && i+1 < len(args) && (args[i+1].text == "-" || strings.HasPrefix(args[i+1].text, "/dev/") || !args[i+1].lit) {
 				return true
 			}
 		}
@@ -940,7 +940,7 @@ func pathArgs(name string, args []arg) (reads, writes []arg, dynamic bool) {
 			add(&reads, ops[1:])
 		}
 		add(&reads, optValues(args, "i", "--input"))
-	case "go":
+	case "go", "gcc", "g++", "cc", "clang", "clang++", "swiftc", "rustc", "javac", "tsc", "esbuild":
 		for _, o := range operands(args, "o", "") {
 			if o.lit && (strings.Contains(o.text, "/") || o.text[0] == '.' || o.text[0] == '~') {
 				reads = append(reads, o)

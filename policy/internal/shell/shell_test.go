@@ -21,7 +21,7 @@ func TestAnalyze(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sh, err := Analyze(tt.cmd, "/home/u", "/p")
+			sh, err := Analyze(tt.cmd, "/home/u", "/p", "/p")
 			if err != nil {
 				t.Fatalf("Analyze(%q) error: %v", tt.cmd, err)
 			}
@@ -39,7 +39,7 @@ func TestAnalyze(t *testing.T) {
 func BenchmarkAnalyze(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Analyze("git status && go test ./... 2>&1 | tail -20 > test.log", "/h", "/p"); err != nil {
+		if _, err := Analyze("git status && go test ./... 2>&1 | tail -20 > test.log", "/h", "/p", "/p"); err != nil {
 			b.Fatal(err)
 		}
 	}

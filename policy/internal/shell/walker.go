@@ -86,6 +86,7 @@ const unknownDir = "\x00"
 type walker struct {
 	res     Analysis
 	home    string
+	project string // the git work tree: $(git rev-parse --show-toplevel)
 	depth   int
 	names   map[*syntax.CallExpr][]string // program names per call, for pipeline context
 	pipes   map[*syntax.CallExpr][]string // programs piped into or around a call
@@ -117,14 +118,15 @@ type stdinSrc struct {
 // Analyze parses a bash command line and returns every simple command
 // anywhere in it (pipelines, lists, substitutions, subshells, functions,
 // `bash -c` strings, wrapper arguments), and every redirection target.
-// home and cwd are the home and starting directories. Parse errors and
-// program names that are not literals are errors.
-func Analyze(src, home, cwd string) (*Analysis, error) {
+// home and cwd are the home and starting directories, project the root of
+// the project's work tree ("" if unknown). Parse errors and program names
+// that are not literals are errors.
+func Analyze(src, home, cwd, project string) (*Analysis, error) {
 	if len(src) > maxCommandLen {
 		return nil, &Error{"parse_error", fmt.Sprintf("command line longer than %d bytes", maxCommandLen)}
 	}
 	w := &walker{
-		home: home, dirs: []string{cwd},
+		home: home, dirs: []string{cwd}, project: project,
 		names: make(map[*syntax.CallExpr][]string), pipes: make(map[*syntax.CallExpr][]string),
 		vars: make(map[string][]arg), dynVars: make(map[string]bool),
 	}
@@ -395,15 +397,23 @@ func (w *walker) command(c syntax.Command) ([]string, error) {
 		w.dirs = all
 		return all, nil
 	case *syntax.FuncDecl:
-		recursive := false
+		names := c.Names
+		if c.Name != nil {
+			names = append(names, c.Name)
+		}
+		recursive := ""
 		syntax.Walk(c.Body, func(n syntax.Node) bool {
-			if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 && call.Args[0].Lit() == c.Name.Value {
-				recursive = true
+			if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+				for _, name := range names {
+					if call.Args[0].Lit() == name.Value {
+						recursive = name.Value
+					}
+				}
 			}
-			return !recursive
+			return recursive == ""
 		})
-		if recursive {
-			return nil, &Error{"dynamic_command", fmt.Sprintf("shell function %q calls itself", c.Name.Value)}
+		if recursive != "" {
+			return nil, &Error{"dynamic_command", fmt.Sprintf("shell function %q calls itself", recursive)}
 		}
 		_, err := w.stmt(c.Body)
 		w.dirs = before
@@ -489,7 +499,7 @@ func (w *walker) namesIn(n syntax.Node) []string {
 		}
 		cached, ok := w.names[c]
 		if !ok {
-			sub := &walker{home: w.home, dirs: w.dirs, depth: w.depth, names: w.names, pipes: w.pipes, vars: w.vars, dynVars: w.dynVars}
+			sub := &walker{home: w.home, project: w.project, dirs: w.dirs, depth: w.depth, names: w.names, pipes: w.pipes, vars: w.vars, dynVars: w.dynVars}
 			_ = sub.invoke(sub.words(c.Args), nil, nil)
 			for _, cmd := range sub.res.Commands {
 				cached = appendUniq(cached, cmd.Name)
@@ -726,6 +736,10 @@ func (w *walker) word(x *syntax.Word) arg {
 	// expand writes a part that expands: $HOME and the like as their
 	// value, anything else as a marker that makes the word dynamic.
 	expand := func(part syntax.WordPart, quoted bool) {
+		if w.project != "" && isToplevel(part) {
+			b.WriteString(w.project)
+			return
+		}
 		if p, ok := part.(*syntax.ParamExp); ok {
 			v, ok := w.param(p)
 			lit = lit && ok
@@ -774,6 +788,19 @@ func (w *walker) word(x *syntax.Word) arg {
 		lit = false // brace expansion can produce any word
 	}
 	return arg{text: b.String(), lit: lit, glob: glob}
+}
+
+// isToplevel reports $(git rev-parse --show-toplevel), the project root.
+func isToplevel(part syntax.WordPart) bool {
+	cs, ok := part.(*syntax.CmdSubst)
+	if !ok || len(cs.Stmts) != 1 || len(cs.Stmts[0].Redirs) > 0 {
+		return false
+	}
+	c, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(c.Assigns) > 0 || len(c.Args) != 3 {
+		return false
+	}
+	return c.Args[0].Lit() == "git" && c.Args[1].Lit() == "rev-parse" && c.Args[2].Lit() == "--show-toplevel"
 }
 
 // isGlob reports unquoted text with glob characters: * and ?, or a [
