@@ -314,6 +314,10 @@ func TestDecideBash(t *testing.T) {
 		{name: "gh repo sync force", cmd: "gh repo sync --force", want: RequireApproval},
 		{name: "gh repo create public", cmd: "gh repo create x --public --push --source=.", want: RequireApproval},
 		{name: "fork bomb", cmd: ":(){ :|:& };:", want: Deny},
+		{name: "script written then run", cmd: "echo 'rm -rf ~' > x.sh && bash x.sh", want: RequireApproval},
+		{name: "script written then executed", cmd: "printf 'rm -rf ~' > x.sh; chmod +x x.sh; ./x.sh", want: RequireApproval},
+		{name: "project script runs", cmd: "bash scripts/test.sh", want: Allow},
+		{name: "file server", cmd: "python3 -m http.server --directory ~ 8000", want: RequireApproval},
 
 		// Asking the human.
 		{name: "git push", cmd: "git push origin main", want: RequireApproval, reason: ReasonAsk},

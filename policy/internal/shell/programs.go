@@ -55,6 +55,12 @@ func (w *walker) invoke(argv []arg, wrappers, pipeline []string) error {
 	if name == "xargs" || name == "parallel" {
 		cmd.DynamicPaths = false // the command it runs gets the input
 	}
+	// A script the line itself writes and then runs is code the gate has
+	// not seen: `echo … > x.sh && bash x.sh`, `./x.sh`.
+	if strings.Contains(prog.text, "/") && w.written(w.resolve(prog, false)) ||
+		isShellOrInterpreter(name) && len(reads) > 0 && w.written(cmd.Reads) {
+		cmd.Inline = true
+	}
 	w.res.Commands = append(w.res.Commands, cmd)
 
 	inner := append(append([]string(nil), wrappers...), name)
@@ -1356,4 +1362,31 @@ func awkScript(p arg) (writes []string, code bool) {
 		}
 	}
 	return writes, false
+}
+
+// isShellOrInterpreter reports programs that run a script file operand.
+func isShellOrInterpreter(name string) bool {
+	switch strings.TrimRight(name, "0123456789.") {
+	case "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "rbash", "source", ".",
+		"python", "pypy", "node", "nodejs", "perl", "ruby", "php", "lua", "bun", "deno", "Rscript":
+		return true
+	}
+	return false
+}
+
+// written reports whether the line writes one of paths before this point.
+func (w *walker) written(paths []string) bool {
+	for _, c := range w.res.Commands {
+		for _, p := range paths {
+			if slices.Contains(c.Writes, p) {
+				return true
+			}
+		}
+	}
+	for _, p := range paths {
+		if slices.Contains(w.res.Writes, p) {
+			return true
+		}
+	}
+	return false
 }
