@@ -57,7 +57,7 @@ func newTestLogB(b *testing.B) (*Log, note.Verifier) {
 	return l, v
 }
 
-func newTestLog(t *testing.T, dir string, mod func(*Config)) (*Log, note.Verifier) {
+func newTestLog(t testing.TB, dir string, mod func(*Config)) (*Log, note.Verifier) {
 	t.Helper()
 	kf := filepath.Join(dir, "log.key")
 	vkey, err := GenerateKeyFile(kf, "example.com/test-log")
@@ -257,6 +257,9 @@ func TestStatus(t *testing.T) {
 		{"duplicate member", "sekrit", []byte(`{"public_key":"a","public_key":"b"}`), 400, codeMalformed},
 		{"too large", "sekrit", bytes.Repeat([]byte(" "), receipts.MaxEntrySize+1), 413, codeTooLarge},
 		{"bad signature", "sekrit", bad, 422, codeSignature},
+		{"member in signature", "sekrit", bytes.Replace(good, []byte(`"signature":{`), []byte(`"signature":{"x":1,`), 1), 400, codeMalformed},
+		{"jwk in signature", "sekrit", bytes.Replace(good, []byte(`"signature":{`),
+			fmt.Appendf(nil, `"signature":{"jwk":{"kty":"OKP","crv":"Ed25519","x":"%x"},`, other.Public()), 1), 400, codeMalformed},
 		{"issuer not allowed", "sekrit", testEntry(t, other, "s", 1), 403, codeForbidden},
 	}
 	for _, tt := range tests {
