@@ -3,13 +3,12 @@ package log
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -140,12 +139,14 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 }
 
 func (l *Log) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
-	l.serveFile(w, r, layout.CheckpointPath, "text/plain; charset=utf-8", "no-cache", false)
+	data, err := l.reader.ReadCheckpoint(r.Context())
+	l.serve(w, r, "checkpoint", data, err, "text/plain; charset=utf-8", "no-cache", false)
 }
 
 func (l *Log) handleTile(w http.ResponseWriter, r *http.Request) {
 	rest := r.PathValue("path")
 	var p string
+	var read func(context.Context) ([]byte, error)
 	var entries bool
 	if idx, ok := strings.CutPrefix(rest, "entries/"); ok {
 		i, w8, err := layout.ParseTileIndexPartial(idx)
@@ -154,6 +155,7 @@ func (l *Log) handleTile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p, entries = layout.EntriesPath(i, w8), true
+		read = func(ctx context.Context) ([]byte, error) { return l.reader.ReadEntryBundle(ctx, i, w8) }
 	} else {
 		level, idx, _ := strings.Cut(rest, "/")
 		lv, i, w8, err := layout.ParseTileLevelIndexPartial(level, idx)
@@ -162,18 +164,19 @@ func (l *Log) handleTile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p = layout.TilePath(lv, i, w8)
+		read = func(ctx context.Context) ([]byte, error) { return l.reader.ReadTile(ctx, lv, i, w8) }
 	}
-	// Serve only canonical paths: the path is rebuilt from parsed numbers,
-	// so nothing outside the tile tree can be named.
+	// Serve only canonical paths: each resource has one URL.
 	if p != "tile/"+rest {
 		writeError(w, http.StatusNotFound, codeNotFound, "not a canonical tile path", 0)
 		return
 	}
-	l.serveFile(w, r, p, "application/octet-stream", "public, max-age=31536000, immutable", entries)
+	data, err := read(r.Context())
+	l.serve(w, r, p, data, err, "application/octet-stream", "public, max-age=31536000, immutable", entries)
 }
 
-func (l *Log) serveFile(w http.ResponseWriter, r *http.Request, p, ctype, cache string, compress bool) {
-	data, err := os.ReadFile(filepath.Join(l.cfg.StorageDir, filepath.FromSlash(p)))
+// serve answers with a resource read through the Tessera LogReader.
+func (l *Log) serve(w http.ResponseWriter, r *http.Request, p string, data []byte, err error, ctype, cache string, compress bool) {
 	if errors.Is(err, fs.ErrNotExist) {
 		writeError(w, http.StatusNotFound, codeNotFound, "not found", 0)
 		return
@@ -203,29 +206,42 @@ func (l *Log) serveFile(w http.ResponseWriter, r *http.Request, p, ctype, cache 
 
 // Health describes the log's state as GET /health reports it.
 type Health struct {
-	Status          string `json:"status"`
-	Origin          string `json:"origin"`
-	Size            uint64 `json:"size"`
+	Status string `json:"status"`
+	Origin string `json:"origin"`
+	Size   uint64 `json:"size"`
+	// CheckpointAgeMs is how long ago the log first read the published
+	// checkpoint it holds.
 	CheckpointAgeMs int64  `json:"checkpoint_age_ms"`
 	Indexed         uint64 `json:"indexed"`
 	InFlight        int    `json:"in_flight"`
 }
 
-// Health returns the log's state and an error if the published
-// checkpoint is older than MaxCheckpointAge or missing.
+// Health returns the log's state and an error if the published checkpoint
+// is stale: none was read, the storage's checkpoint could not be read and
+// verified for MaxCheckpointAge, or publication stopped for as long: a
+// witnessed log's checkpoint (re-cosigned every RepublishInterval) did not
+// change, or an unwitnessed log's does not cover entries it sequenced.
+// It is computed from the checkpoint the log holds, not from storage.
 func (l *Log) Health() (Health, error) {
-	h := Health{Status: "ok", Origin: l.origin, Size: l.pub.current().size,
+	c, checked := l.pub.state()
+	h := Health{Status: "ok", Origin: l.origin, Size: c.size,
 		Indexed: l.coveredN.Load(), InFlight: len(l.inflight)}
-	fi, err := os.Stat(filepath.Join(l.cfg.StorageDir, layout.CheckpointPath))
-	if err != nil {
+	stale := func(format string, args ...any) (Health, error) {
 		h.Status = "stale"
-		return h, fmt.Errorf("no published checkpoint: %w", err)
+		return h, fmt.Errorf(format, args...)
 	}
-	age := time.Since(fi.ModTime())
+	if c.raw == nil {
+		return stale("no published checkpoint")
+	}
+	max := l.cfg.MaxCheckpointAge
+	age := time.Since(c.at)
 	h.CheckpointAgeMs = age.Milliseconds()
-	if age > l.cfg.MaxCheckpointAge {
-		h.Status = "stale"
-		return h, fmt.Errorf("published checkpoint is %v old, limit %v", age.Round(time.Millisecond), l.cfg.MaxCheckpointAge)
+	if d := time.Since(checked); d > max {
+		return stale("the published checkpoint was last read %v ago, limit %v", d.Round(time.Millisecond), max)
+	}
+	witnessed := len(l.cfg.WitnessPolicy) > 0
+	if age > max && (witnessed || l.sequenced.Load() > c.size) {
+		return stale("published checkpoint is %v old, limit %v", age.Round(time.Millisecond), max)
 	}
 	return h, nil
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/docketlog/docket/log"
+	"github.com/docketlog/docket/log/posix"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -115,17 +116,16 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "docket-log: error: "+format+"\n", args...)
 		return 1
 	}
-	cfg.StorageDir = *storageDir
 	cfg.BatchMaxSize = batchSize
 	cfg.WitnessTimeout = witnessTimout
 	cfg.Logger = logger
 
-	if err := os.MkdirAll(filepath.Join(*storageDir, ".docket-log"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(*storageDir, posix.StateDir), 0o700); err != nil {
 		return fail("%v", err)
 	}
 	kf := *keyFile
 	if kf == "" {
-		kf = filepath.Join(*storageDir, ".docket-log", "log.key")
+		kf = filepath.Join(*storageDir, posix.StateDir, "log.key")
 		if _, err := os.Stat(kf); errors.Is(err, fs.ErrNotExist) {
 			name := *origin
 			if name == "" {
@@ -168,6 +168,12 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	st, err := posix.Open(ctx, *storageDir, &http.Client{Timeout: cfg.WitnessTimeout}, logger)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer st.Close()
+	cfg.Driver, cfg.Index = st.Driver, st.Index
 	l, err := log.New(ctx, cfg)
 	if err != nil {
 		return fail("%v", err)
