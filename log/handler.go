@@ -25,14 +25,26 @@ import (
 //	GET  /tile/entries/<N>[.p/<W>]  entry bundles (immutable, gzip if accepted)
 //	GET  /health                    200 while the checkpoint is fresh, else 503
 //
-// Errors are JSON {"error": "<code>", "message": "…"} with the status of
-// statusOf; 503 answers carry Retry-After.
+// Errors, including unknown paths (404) and wrong methods (405), are JSON
+// {"error": "<code>", "message": "…"} with the status of statusOf; 503
+// answers carry Retry-After. A POST /add whose body cannot be read in full
+// (cut short, or too slow for the server's ReadTimeout) is answered 400
+// incomplete_body, or its connection is closed: never 200 without a proof.
 func (l *Log) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /add", l.handleAdd)
 	mux.HandleFunc("GET /checkpoint", l.handleCheckpoint)
 	mux.HandleFunc("GET /tile/{path...}", l.handleTile)
 	mux.HandleFunc("GET /health", l.handleHealth)
+	for path, allow := range map[string]string{"/add": "POST", "/checkpoint": "GET, HEAD", "/tile/": "GET, HEAD", "/health": "GET, HEAD"} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, codeMethod, r.Method+" is not allowed here; use "+allow, 0)
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, codeNotFound, "no such resource", 0)
+	})
 	return mux
 }
 
@@ -48,6 +60,8 @@ const (
 	codeClosing      = "shutting_down"
 	codeInternal     = "internal_error"
 	codeNotFound     = "not_found"
+	codeMethod       = "method_not_allowed"
+	codeIncomplete   = "incomplete_body"
 	codeStale        = "stale_checkpoint"
 )
 
@@ -58,6 +72,8 @@ func statusOf(err error) (status int, code string, retryAfter int) {
 	switch {
 	case errors.Is(err, receipts.ErrEntryTooLarge), errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, codeTooLarge, 0
+	case errors.Is(err, errIncompleteBody):
+		return http.StatusBadRequest, codeIncomplete, 0
 	case errors.Is(err, receipts.ErrMalformedEntry):
 		return http.StatusBadRequest, codeMalformed, 0
 	case errors.Is(err, receipts.ErrEntrySignature):
@@ -99,15 +115,30 @@ func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.ContentLength > receipts.MaxEntrySize {
+		// Refused before any of the body is read; the server then closes
+		// the connection rather than read the rest.
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge,
+			fmt.Sprintf("Content-Length %d is over the limit of %d bytes", r.ContentLength, receipts.MaxEntrySize), 0)
+		l.logger.Info("add", "status", http.StatusRequestEntityTooLarge, "length", r.ContentLength)
+		return
+	}
 	body, err := readBody(w, r)
 	var res *Result
 	if err == nil {
 		res, err = l.Add(r.Context(), body)
+	} else if !errors.As(err, new(*http.MaxBytesError)) {
+		err = fmt.Errorf("%w: %w", errIncompleteBody, err)
+		w.Header().Set("Connection", "close")
 	}
 	if err != nil {
-		if r.Context().Err() != nil {
+		if r.Context().Err() != nil && !errors.Is(err, errIncompleteBody) {
+			// The client went away while its entry was being appended:
+			// close the connection rather than let the server answer 200
+			// with no proof.
 			l.logger.Info("add: client went away", "err", err, "took", time.Since(start))
-			return
+			panic(http.ErrAbortHandler)
 		}
 		status, code, retry := statusOf(err)
 		msg := err.Error()
@@ -128,6 +159,10 @@ func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
 	w.Write(res.Proof)
 	l.logger.Debug("add", "status", http.StatusOK, "index", res.Index, "dup", res.Dup, "size", res.Size, "took", time.Since(start))
 }
+
+// errIncompleteBody is readBody's error when the body was cut short or
+// its read timed out.
+var errIncompleteBody = errors.New("incomplete request body")
 
 // readBody reads a request body of at most receipts.MaxEntrySize bytes, in
 // one allocation when the client sent its Content-Length.

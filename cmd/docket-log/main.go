@@ -34,11 +34,13 @@ Runs a Docket transparency log on Tessera POSIX storage.
 
 API:
     POST /add                      one entry {"public_key","receipt"} → 200 c2sp.org/tlog-proof@v1
-                                   400 malformed, 413 too large, 422 bad signature or kid,
+                                   400 malformed or incomplete body, 413 too large (checked
+                                   against Content-Length first), 422 bad signature or kid,
                                    401 missing or bad token, 403 issuer not allowed,
                                    503 + Retry-After overloaded, or no checkpoint in time
     GET  /checkpoint, /tile/...    C2SP tlog-tiles
     GET  /health                   200 while the checkpoint is fresh, else 503
+    Every error is JSON {"error","message"}, unknown paths (404) and methods (405) included.
 
 Options:
     -listen ADDR              address to listen on (default 127.0.0.1:7780)
@@ -56,6 +58,8 @@ Options:
                               previous one is written (group commit), so there is no batch timer
     -publish-timeout D        how long POST /add waits for a checkpoint before 503 (default 10s)
     -max-inflight N           concurrent POST /add before 503 (default 2048)
+    -max-conns N              open connections; past it an idle one is closed, or new ones
+                              wait in the accept queue (default 1024)
     -max-checkpoint-age D     /health fails past this age (default 3×republish + witness timeout)
     -pprof ADDR               serve net/http/pprof on ADDR (debugging)
     -v                        debug logging (one line per request)
@@ -85,6 +89,7 @@ func run() int {
 		pprofAddr     = fl.String("pprof", "", "")
 		cfg           log.Config
 		batchSize     uint
+		maxConns      int
 		witnessTimout time.Duration
 	)
 	fl.DurationVar(&witnessTimout, "witness-timeout", 2*time.Second, "")
@@ -93,6 +98,7 @@ func run() int {
 	fl.UintVar(&batchSize, "batch-size", 1024, "")
 	fl.DurationVar(&cfg.PublishTimeout, "publish-timeout", 10*time.Second, "")
 	fl.IntVar(&cfg.MaxInFlight, "max-inflight", 2048, "")
+	fl.IntVar(&maxConns, "max-conns", 1024, "")
 	fl.DurationVar(&cfg.MaxCheckpointAge, "max-checkpoint-age", 0, "")
 	if err := fl.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -183,12 +189,21 @@ func run() int {
 		l.Close(context.Background())
 		return fail("%v", err)
 	}
+	if maxConns < 1 {
+		l.Close(context.Background())
+		return fail("-max-conns %d: want at least 1", maxConns)
+	}
+	ln, connState := log.LimitConns(ln, maxConns)
 	srv := &http.Server{
-		Handler:           l.Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		Handler:   l.Handler(),
+		ConnState: connState,
+		// An entry is at most 64 KiB: a body that takes longer than
+		// ReadTimeout is refused, and a slow or silent client holds a
+		// connection only briefly.
+		ReadHeaderTimeout: 2 * time.Second,
+		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      cfg.PublishTimeout + 30*time.Second,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       15 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
