@@ -4,45 +4,36 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// LimitConns returns a listener that keeps at most max connections open,
-// and the http.Server.ConnState hook that must be installed with it.
-// When max connections are open, Accept closes the connection that has
-// been idle longest, if it has been idle for at least a second, or else
-// waits until one closes or qualifies; the kernel's accept queue holds the
-// connections that wait. So a burst of connections, or thousands held idle,
-// cannot grow the process without bound, and a client that keeps its
-// connection busy is not cut off between two of its requests.
+// A ConnLimiter is a listener that keeps at most a fixed number of
+// connections open (and one more accepted, held until a slot frees), for an http.Server that installs its ConnState hook
+// and serves through its Handler wrapper. So a burst of connections, or
+// thousands held idle, cannot grow the process without bound, and the
+// clients are served in turn:
 //
-// Closing an idle connection races with a client that reuses it at that
-// moment, as an idle timeout does: HTTP clients retry such a request when
-// they can tell it was not sent, and should retry POST /add otherwise
-// (Docket's answers are idempotent).
-func LimitConns(ln net.Listener, max int) (net.Listener, func(net.Conn, http.ConnState)) {
-	l := &connLimiter{
-		Listener: ln,
-		minIdle:  minIdleToClose,
-		slots:    make(chan struct{}, max),
-		idle:     make(map[net.Conn]time.Time),
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
-	}
-	return l, l.connState
-}
-
-// minIdleToClose is how long a connection must have been idle before
-// Accept closes it to make room.
-const minIdleToClose = time.Second
-
-type connLimiter struct {
+//   - At the cap, Accept takes the next connection from the kernel's queue
+//     and holds it, unserved, until a slot frees; the rest wait in the
+//     queue.
+//   - While a connection is held, every answer carries Connection: close,
+//     so busy keep-alive connections give up their slots in turn.
+//   - The connection idle longest, if idle for at least a second, is
+//     closed to make room. (This races with a client that reuses it at
+//     that moment, as an idle timeout does: HTTP clients retry such a
+//     request when they can tell it was not sent, and should retry
+//     POST /add otherwise, which is idempotent.)
+//
+// Its methods are safe for concurrent use.
+type ConnLimiter struct {
 	net.Listener
 	minIdle time.Duration // minIdleToClose, but for tests
 	slots   chan struct{} // one token per open connection
 	wake    chan struct{} // a connection went idle
 	done    chan struct{} // closed by Close
 	once    sync.Once
+	held    atomic.Bool // a connection waits for a slot
 
 	// idleMu guards idle: the open connections waiting for a request, and
 	// since when.
@@ -50,20 +41,45 @@ type connLimiter struct {
 	idle   map[net.Conn]time.Time
 }
 
-func (l *connLimiter) Accept() (net.Conn, error) {
-	if err := l.acquire(); err != nil {
-		return nil, err
+// minIdleToClose is how long a connection must have been idle before
+// Accept closes it to make room.
+const minIdleToClose = time.Second
+
+// LimitConns returns a ConnLimiter that keeps at most max of ln's
+// connections open.
+func LimitConns(ln net.Listener, max int) *ConnLimiter {
+	return &ConnLimiter{
+		Listener: ln,
+		minIdle:  minIdleToClose,
+		slots:    make(chan struct{}, max),
+		idle:     make(map[net.Conn]time.Time),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
 	}
+}
+
+// Accept returns the next connection once it has a slot.
+func (l *ConnLimiter) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.slots
+		return nil, err
+	}
+	if err := l.acquire(); err != nil {
+		c.Close()
 		return nil, err
 	}
 	return &limitedConn{Conn: c, l: l}, nil
 }
 
 // acquire takes a slot, closing an idle connection for it if need be.
-func (l *connLimiter) acquire() error {
+func (l *ConnLimiter) acquire() error {
+	select {
+	case l.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	l.held.Store(true)
+	defer l.held.Store(false)
 	for {
 		select {
 		case l.slots <- struct{}{}:
@@ -80,7 +96,7 @@ func (l *connLimiter) acquire() error {
 
 // await waits for a free slot, which it takes, or until a connection goes
 // idle or wait (if positive) has passed.
-func (l *connLimiter) await(wait time.Duration) (acquired bool, err error) {
+func (l *ConnLimiter) await(wait time.Duration) (acquired bool, err error) {
 	var retry <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)
@@ -99,9 +115,9 @@ func (l *connLimiter) await(wait time.Duration) (acquired bool, err error) {
 }
 
 // closeIdle closes the connection idle longest if it has been idle for
-// minIdleToClose, which frees its slot, and returns 0. Otherwise it returns
-// how long until the longest idle one qualifies, or -1 if none is idle.
-func (l *connLimiter) closeIdle() time.Duration {
+// minIdle, which frees its slot, and returns 0. Otherwise it returns how
+// long until the longest idle one qualifies, or -1 if none is idle.
+func (l *ConnLimiter) closeIdle() time.Duration {
 	l.idleMu.Lock()
 	var victim net.Conn
 	var since time.Time
@@ -124,12 +140,14 @@ func (l *connLimiter) closeIdle() time.Duration {
 	return 0
 }
 
-func (l *connLimiter) Close() error {
+// Close closes the listener; an Accept waiting for a slot returns.
+func (l *ConnLimiter) Close() error {
 	l.once.Do(func() { close(l.done) })
 	return l.Listener.Close()
 }
 
-func (l *connLimiter) connState(c net.Conn, s http.ConnState) {
+// ConnState is the http.Server.ConnState hook: it tracks idle connections.
+func (l *ConnLimiter) ConnState(c net.Conn, s http.ConnState) {
 	l.idleMu.Lock()
 	defer l.idleMu.Unlock()
 	switch s {
@@ -144,10 +162,21 @@ func (l *connLimiter) connState(c net.Conn, s http.ConnState) {
 	}
 }
 
+// Handler wraps the server's handler: while a connection waits for a
+// slot, answers close their connection.
+func (l *ConnLimiter) Handler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if l.held.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // limitedConn gives its slot back when it is closed.
 type limitedConn struct {
 	net.Conn
-	l    *connLimiter
+	l    *ConnLimiter
 	once sync.Once
 }
 

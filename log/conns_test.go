@@ -10,7 +10,7 @@ import (
 )
 
 // TestLimitConns checks that a server behind LimitConns never has more than
-// max connections open, and that clients holding idle keep-alive
+// max connections open (and one held), and that clients holding idle keep-alive
 // connections do not lock out a new client: an idle one is closed for it.
 func TestLimitConns(t *testing.T) {
 	const max = 3
@@ -19,11 +19,11 @@ func TestLimitConns(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := &countingListener{Listener: ln}
-	lln, hook := LimitConns(cl, max)
-	lln.(*connLimiter).minIdle = 0
+	lln := LimitConns(cl, max)
+	lln.minIdle = 0
 	srv := &http.Server{
-		Handler:   http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
-		ConnState: hook,
+		Handler:   lln.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })),
+		ConnState: lln.ConnState,
 	}
 	go srv.Serve(lln)
 	defer srv.Close()
@@ -56,8 +56,9 @@ func TestLimitConns(t *testing.T) {
 		t.Fatalf("GET with %d idle connections held = %v, want an answer", max, err)
 	}
 	resp.Body.Close()
-	if p := cl.peak.Load(); p > max {
-		t.Errorf("peak open connections = %d, want at most %d", p, max)
+	// max served, and one accepted and held until a slot frees.
+	if p := cl.peak.Load(); p > max+1 {
+		t.Errorf("peak open connections = %d, want at most %d", p, max+1)
 	}
 }
 

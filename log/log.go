@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,7 +50,8 @@ type Config struct {
 	// WitnessPolicy, if set, is a C2SP tlog-policy file: a checkpoint is
 	// published only once the witness quorum has cosigned it.
 	WitnessPolicy []byte
-	// WitnessTimeout bounds one witnessing round (default 2s).
+	// WitnessTimeout bounds one witnessing round (default 2s). The
+	// driver's HTTP client reaches the witnesses (see posix.Open).
 	WitnessTimeout time.Duration
 	// Issuers, if set, is the allowlist of receipt signing keys.
 	Issuers *receipts.KeySet
@@ -85,10 +85,6 @@ type Config struct {
 	// requests wait for it (default 5ms).
 	PollInterval time.Duration
 
-	// HTTPClient is used to reach witnesses (default: a client with
-	// WitnessTimeout). Tessera's POSIX driver takes its client when it is
-	// made (posix.Open).
-	HTTPClient *http.Client
 	// Logger receives one line per notable event; nil discards.
 	Logger *slog.Logger
 }
@@ -120,9 +116,6 @@ func (c *Config) setDefaults() error {
 	}
 	if c.RepublishInterval < c.CheckpointInterval {
 		return errors.New("config: RepublishInterval is shorter than CheckpointInterval")
-	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: c.WitnessTimeout}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -58,8 +58,9 @@ Options:
                               previous one is written (group commit), so there is no batch timer
     -publish-timeout D        how long POST /add waits for a checkpoint before 503 (default 10s)
     -max-inflight N           concurrent POST /add before 503 (default 2048)
-    -max-conns N              open connections; past it an idle one is closed, or new ones
-                              wait in the accept queue (default 1024)
+    -max-conns N              open connections (default 1024); past it new ones wait in the
+                              accept queue, busy ones are closed after their answer and one
+                              idle for a second is closed
     -max-checkpoint-age D     /health fails past this age (default 3×republish + witness timeout)
     -pprof ADDR               serve net/http/pprof on ADDR (debugging)
     -v                        debug logging (one line per request)
@@ -193,10 +194,10 @@ func run() int {
 		l.Close(context.Background())
 		return fail("-max-conns %d: want at least 1", maxConns)
 	}
-	ln, connState := log.LimitConns(ln, maxConns)
+	limited := log.LimitConns(ln, maxConns)
 	srv := &http.Server{
-		Handler:   l.Handler(),
-		ConnState: connState,
+		Handler:   limited.Handler(l.Handler()),
+		ConnState: limited.ConnState,
 		// An entry is at most 64 KiB: a body that takes longer than
 		// ReadTimeout is refused, and a slow or silent client holds a
 		// connection only briefly.
@@ -209,7 +210,7 @@ func run() int {
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "origin", signer.Name(), "vkey", vkey)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(limited) }()
 	select {
 	case err := <-errc:
 		l.Close(context.Background())
