@@ -76,6 +76,15 @@ func (l *Log) follow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// An index shared with other writers may have moved on without us.
+	n, err := l.idx.Covered(ctx)
+	if err != nil {
+		return err
+	}
+	if n > l.coveredN.Load() {
+		l.coveredN.Store(n)
+		l.prune(n)
+	}
 	for from := l.coveredN.Load(); from < size; from = l.coveredN.Load() {
 		end := min(size, (from/layout.EntryBundleWidth+maxFollowBundles)*layout.EntryBundleWidth)
 		hashes := make([]leafHash, 0, end-from)
