@@ -1,6 +1,7 @@
 package log
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"sync"
@@ -29,6 +30,7 @@ import (
 type ConnLimiter struct {
 	net.Listener
 	minIdle time.Duration // minIdleToClose, but for tests
+	minHold time.Duration // minHoldToRotate, but for tests
 	slots   chan struct{} // one token per open connection
 	wake    chan struct{} // a connection went idle
 	done    chan struct{} // closed by Close
@@ -42,8 +44,14 @@ type ConnLimiter struct {
 }
 
 // minIdleToClose is how long a connection must have been idle before
-// Accept closes it to make room.
-const minIdleToClose = time.Second
+// Accept closes it to make room, and minHoldToRotate how long it must have
+// had its slot before its answers close it while another waits. A client
+// that keeps its connection busy is thus cut off between two requests at
+// most every few seconds, while others still get their turn.
+const (
+	minIdleToClose  = time.Second
+	minHoldToRotate = 3 * time.Second
+)
 
 // LimitConns returns a ConnLimiter that keeps at most max of ln's
 // connections open.
@@ -51,6 +59,7 @@ func LimitConns(ln net.Listener, max int) *ConnLimiter {
 	return &ConnLimiter{
 		Listener: ln,
 		minIdle:  minIdleToClose,
+		minHold:  minHoldToRotate,
 		slots:    make(chan struct{}, max),
 		idle:     make(map[net.Conn]time.Time),
 		wake:     make(chan struct{}, 1),
@@ -68,7 +77,7 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 		c.Close()
 		return nil, err
 	}
-	return &limitedConn{Conn: c, l: l}, nil
+	return &limitedConn{Conn: c, l: l, since: time.Now()}, nil
 }
 
 // acquire takes a slot, closing an idle connection for it if need be.
@@ -146,8 +155,38 @@ func (l *ConnLimiter) Close() error {
 	return l.Listener.Close()
 }
 
-// ConnState is the http.Server.ConnState hook: it tracks idle connections.
-func (l *ConnLimiter) ConnState(c net.Conn, s http.ConnState) {
+// Serve serves srv's handler on the listener, with the hooks it needs
+// installed in srv (ConnState and ConnContext, after srv's own).
+func (l *ConnLimiter) Serve(srv *http.Server) error {
+	h, state, connCtx := srv.Handler, srv.ConnState, srv.ConnContext
+	if h == nil {
+		h = http.DefaultServeMux
+	}
+	srv.ConnState = func(c net.Conn, s http.ConnState) {
+		if state != nil {
+			state(c, s)
+		}
+		l.connState(c, s)
+	}
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if connCtx != nil {
+			ctx = connCtx(ctx, c)
+		}
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(*limitedConn); ok && l.held.Load() && time.Since(c.since) >= l.minHold {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
+	return srv.Serve(l)
+}
+
+type connKey struct{}
+
+// connState tracks idle connections.
+func (l *ConnLimiter) connState(c net.Conn, s http.ConnState) {
 	l.idleMu.Lock()
 	defer l.idleMu.Unlock()
 	switch s {
@@ -162,22 +201,12 @@ func (l *ConnLimiter) ConnState(c net.Conn, s http.ConnState) {
 	}
 }
 
-// Handler wraps the server's handler: while a connection waits for a
-// slot, answers close their connection.
-func (l *ConnLimiter) Handler(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if l.held.Load() {
-			w.Header().Set("Connection", "close")
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
 // limitedConn gives its slot back when it is closed.
 type limitedConn struct {
 	net.Conn
-	l    *ConnLimiter
-	once sync.Once
+	l     *ConnLimiter
+	since time.Time // when it got its slot
+	once  sync.Once
 }
 
 func (c *limitedConn) Close() error {

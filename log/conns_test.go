@@ -20,12 +20,11 @@ func TestLimitConns(t *testing.T) {
 	}
 	cl := &countingListener{Listener: ln}
 	lln := LimitConns(cl, max)
-	lln.minIdle = 0
+	lln.minIdle, lln.minHold = 0, 0
 	srv := &http.Server{
-		Handler:   lln.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })),
-		ConnState: lln.ConnState,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
 	}
-	go srv.Serve(lln)
+	go lln.Serve(srv)
 	defer srv.Close()
 	url := "http://" + ln.Addr().String() + "/"
 

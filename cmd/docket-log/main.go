@@ -59,8 +59,8 @@ Options:
     -publish-timeout D        how long POST /add waits for a checkpoint before 503 (default 10s)
     -max-inflight N           concurrent POST /add before 503 (default 2048)
     -max-conns N              open connections (default 1024); past it new ones wait in the
-                              accept queue, busy ones are closed after their answer and one
-                              idle for a second is closed
+                              accept queue, and to make room a connection is closed when
+                              idle for 1s, or after an answer once it has been open for 3s
     -max-checkpoint-age D     /health fails past this age (default 3×republish + witness timeout)
     -pprof ADDR               serve net/http/pprof on ADDR (debugging)
     -v                        debug logging (one line per request)
@@ -196,8 +196,7 @@ func run() int {
 	}
 	limited := log.LimitConns(ln, maxConns)
 	srv := &http.Server{
-		Handler:   limited.Handler(l.Handler()),
-		ConnState: limited.ConnState,
+		Handler: l.Handler(),
 		// An entry is at most 64 KiB: a body that takes longer than
 		// ReadTimeout is refused, and a slow or silent client holds a
 		// connection only briefly.
@@ -210,7 +209,7 @@ func run() int {
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "origin", signer.Name(), "vkey", vkey)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(limited) }()
+	go func() { errc <- limited.Serve(srv) }()
 	select {
 	case err := <-errc:
 		l.Close(context.Background())
