@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/docketlog/docket/log"
+	"github.com/docketlog/docket/log/posix"
 )
 
 // Example runs a log over a storage directory and serves its API.
@@ -22,10 +23,16 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	st, err := posix.Open(context.Background(), filepath.Join(dir, "storage"), nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
 	l, err := log.New(context.Background(), log.Config{
-		StorageDir: filepath.Join(dir, "storage"),
-		Signer:     signer,
-		VKey:       vkey,
+		Driver: st.Driver,
+		Index:  st.Index,
+		Signer: signer,
+		VKey:   vkey,
 	})
 	if err != nil {
 		panic(err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketlog/docket/log/posix"
 	"github.com/docketlog/docket/receipts"
 	f_log "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/formats/proof"
@@ -38,26 +39,23 @@ func testEntry(t testing.TB, key ed25519.PrivateKey, session string, seq int64) 
 	return leaf
 }
 
-func newTestLogB(b *testing.B) (*Log, note.Verifier) {
-	dir := b.TempDir()
-	kf := filepath.Join(dir, "log.key")
-	vkey, err := GenerateKeyFile(kf, "example.com/bench-log")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, _, err := LoadSigner(kf)
-	if err != nil {
-		b.Fatal(err)
-	}
-	v, _ := note.NewVerifier(vkey)
-	l, err := New(b.Context(), Config{StorageDir: filepath.Join(dir, "storage"), Signer: s, VKey: vkey, MaxInFlight: 1 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return l, v
+// testLog is a Log over POSIX storage in a test directory; Close closes
+// both, so that a test can open the directory again.
+type testLog struct {
+	*Log
+	st *posix.Storage
 }
 
-func newTestLog(t *testing.T, dir string, mod func(*Config)) (*Log, note.Verifier) {
+func (l *testLog) Close(ctx context.Context) error {
+	err := l.Log.Close(ctx)
+	return errors.Join(err, l.st.Close())
+}
+
+func newTestLogB(b *testing.B) (*testLog, note.Verifier) {
+	return newTestLog(b, b.TempDir(), func(c *Config) { c.MaxInFlight = 1 << 20 })
+}
+
+func newTestLog(t testing.TB, dir string, mod func(*Config)) (*testLog, note.Verifier) {
 	t.Helper()
 	kf := filepath.Join(dir, "log.key")
 	vkey, err := GenerateKeyFile(kf, "example.com/test-log")
@@ -72,15 +70,20 @@ func newTestLog(t *testing.T, dir string, mod func(*Config)) (*Log, note.Verifie
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{StorageDir: filepath.Join(dir, "storage"), Signer: s, VKey: vkey}
+	st, err := posix.Open(t.Context(), filepath.Join(dir, "storage"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Driver: st.Driver, Index: st.Index, Signer: s, VKey: vkey}
 	if mod != nil {
 		mod(&cfg)
 	}
 	l, err := New(t.Context(), cfg)
 	if err != nil {
+		st.Close()
 		t.Fatal(err)
 	}
-	return l, v
+	return &testLog{l, st}, v
 }
 
 // checkProof verifies a tlog-proof for leaf against the log key.
@@ -257,6 +260,9 @@ func TestStatus(t *testing.T) {
 		{"duplicate member", "sekrit", []byte(`{"public_key":"a","public_key":"b"}`), 400, codeMalformed},
 		{"too large", "sekrit", bytes.Repeat([]byte(" "), receipts.MaxEntrySize+1), 413, codeTooLarge},
 		{"bad signature", "sekrit", bad, 422, codeSignature},
+		{"member in signature", "sekrit", bytes.Replace(good, []byte(`"signature":{`), []byte(`"signature":{"x":1,`), 1), 400, codeMalformed},
+		{"jwk in signature", "sekrit", bytes.Replace(good, []byte(`"signature":{`),
+			fmt.Appendf(nil, `"signature":{"jwk":{"kty":"OKP","crv":"Ed25519","x":"%x"},`, other.Public()), 1), 400, codeMalformed},
 		{"issuer not allowed", "sekrit", testEntry(t, other, "s", 1), 403, codeForbidden},
 	}
 	for _, tt := range tests {

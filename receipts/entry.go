@@ -58,7 +58,8 @@ func NewEntry(pub ed25519.PublicKey, receipt []byte) ([]byte, error) {
 
 // ParseEntry strictly parses and verifies a log entry from untrusted input:
 // size, strict JSON, exactly the members public_key and receipt, a draft-04
-// envelope, a kid that is the public key's, and a valid signature. The
+// envelope of exactly payload and signature, a signature of exactly alg, kid
+// and sig (128 lowercase hex characters), a kid that is the public key's, and a valid signature. The
 // returned entry's Leaf is the canonical form to store, so that the same
 // entry always has the same leaf hash.
 func ParseEntry(data []byte) (*Entry, error) {
@@ -94,6 +95,14 @@ func ParseEntry(data []byte) (*Entry, error) {
 		return nil, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
 	}
 	rc, cause, detail := receiptOf(rec, c, payload)
+	if p, ok := rec["payload"].(map[string]any); ok && rc.unsigned == "" && (cause != "" || rc.shape != "envelope") {
+		if sig, ok := rec["signature"].(map[string]any); ok && p != nil {
+			rc.unsigned = unsignedMember(rec, sig)
+		}
+	}
+	if rc.unsigned != "" {
+		return nil, fmt.Errorf("%w: receipt has %s, which the signature does not cover", ErrMalformedEntry, rc.unsigned)
+	}
 	if cause != "" || rc.shape != "envelope" {
 		return nil, fmt.Errorf("%w: receipt is not a draft-04 envelope: %s", ErrMalformedEntry, detail)
 	}
