@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/log"
 	"github.com/docketlog/docket/log/posix"
 )
@@ -16,10 +17,10 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "docket-log-example")
 	defer os.RemoveAll(dir)
 	keyFile := filepath.Join(dir, "log.key")
-	if _, err := log.GenerateKeyFile(keyFile, "log.example.com/docket"); err != nil {
+	if _, err := c2sp.GenerateKeyFile(keyFile, "log.example.com/docket"); err != nil {
 		panic(err)
 	}
-	signer, vkey, err := log.LoadSigner(keyFile)
+	signer, vkey, err := c2sp.LoadSigner(keyFile)
 	if err != nil {
 		panic(err)
 	}

@@ -274,8 +274,7 @@ func (l *Log) Health() (Health, error) {
 	if d := time.Since(checked); d > max {
 		return stale("the published checkpoint was last read %v ago, limit %v", d.Round(time.Millisecond), max)
 	}
-	witnessed := len(l.cfg.WitnessPolicy) > 0
-	if age > max && (witnessed || l.sequenced.Load() > c.size) {
+	if age > max && (l.witnessed || l.sequenced.Load() > c.size) {
 		return stale("published checkpoint is %v old, limit %v", age.Round(time.Millisecond), max)
 	}
 	return h, nil

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/c2sp/witnessgroup"
 	"github.com/docketlog/docket/receipts"
 	"github.com/transparency-dev/formats/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -131,6 +132,9 @@ type Log struct {
 	origin   string
 	verifier note.Verifier
 	tokens   [][32]byte // SHA-256 of each writer token
+	// witnessed: checkpoints need the witness quorum of the policy (not
+	// "quorum none").
+	witnessed bool
 
 	appender *tessera.Appender
 	reader   tessera.LogReader
@@ -212,14 +216,23 @@ func New(ctx context.Context, cfg Config) (*Log, error) {
 		WithCheckpointRepublishInterval(cfg.RepublishInterval).
 		WithBatching(cfg.BatchMaxSize, cfg.BatchMaxAge)
 	if len(cfg.WitnessPolicy) > 0 {
-		if err := policyListsLog(cfg.WitnessPolicy, cfg.VKey); err != nil {
-			return nil, err
-		}
-		wg, err := tessera.NewWitnessGroupFromPolicy(cfg.WitnessPolicy)
+		// The one strict tlog-policy parser, as every verifier uses.
+		p, err := c2sp.ParsePolicy(cfg.WitnessPolicy)
 		if err != nil {
 			return nil, fmt.Errorf("witness policy: %w", err)
 		}
-		opts.WithWitnesses(wg, &tessera.WitnessOptions{Timeout: cfg.WitnessTimeout})
+		if !p.HasLog(cfg.VKey) {
+			// Verifiers given the same file would refuse every proof.
+			return nil, fmt.Errorf("witness policy lists %d logs but not this log's key %s", len(p.Logs), cfg.VKey)
+		}
+		wg, err := witnessgroup.FromPolicy(p)
+		if err != nil {
+			return nil, fmt.Errorf("witness policy: %w", err)
+		}
+		if wg != nil {
+			l.witnessed = true
+			opts.WithWitnesses(*wg, &tessera.WitnessOptions{Timeout: cfg.WitnessTimeout})
+		}
 	}
 	if l.appender, l.stopApp, l.reader, err = tessera.NewAppender(bgCtx, cfg.Driver, opts); err != nil {
 		return nil, fmt.Errorf("tessera appender: %w", err)
@@ -234,7 +247,7 @@ func New(ctx context.Context, cfg Config) (*Log, error) {
 	go func() { defer l.bg.Done(); l.pub.watch(bgCtx) }()
 	ok = true
 	l.logger.Info("log started", "origin", l.origin, "vkey", cfg.VKey, "size", l.coveredN.Load(),
-		"witnessed", len(cfg.WitnessPolicy) > 0)
+		"witnessed", l.witnessed)
 	return l, nil
 }
 
@@ -259,26 +272,6 @@ func (l *Log) release() {
 		l.cancel()
 	}
 	l.bg.Wait()
-}
-
-// policyListsLog checks that a tlog-policy that names logs names this one:
-// verifiers given the same file would refuse every proof otherwise.
-func policyListsLog(policy []byte, vkey string) error {
-	var logs int
-	for line := range strings.Lines(string(policy)) {
-		body, _, _ := strings.Cut(line, "#")
-		f := strings.Fields(body)
-		if len(f) >= 2 && f[0] == "log" {
-			if f[1] == vkey {
-				return nil
-			}
-			logs++
-		}
-	}
-	if logs > 0 {
-		return fmt.Errorf("witness policy lists %d logs but not this log's key %s", logs, vkey)
-	}
-	return nil
 }
 
 // Authorized reports whether a write may proceed with this bearer token.

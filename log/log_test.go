@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/log/posix"
 	"github.com/docketlog/docket/receipts"
 	f_log "github.com/transparency-dev/formats/log"
@@ -58,11 +59,11 @@ func newTestLogB(b *testing.B) (*testLog, note.Verifier) {
 func newTestLog(t testing.TB, dir string, mod func(*Config)) (*testLog, note.Verifier) {
 	t.Helper()
 	kf := filepath.Join(dir, "log.key")
-	vkey, err := GenerateKeyFile(kf, "example.com/test-log")
+	vkey, err := c2sp.GenerateKeyFile(kf, "example.com/test-log")
 	if err != nil && !strings.Contains(err.Error(), "exists") {
 		t.Fatal(err)
 	}
-	s, vkey, err := LoadSigner(kf)
+	s, vkey, err := c2sp.LoadSigner(kf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,20 +311,50 @@ func TestHealthStale(t *testing.T) {
 	}
 }
 
-func TestPolicyListsLog(t *testing.T) {
-	const vkey = "example.com/log+01234567+AQ"
+// TestNewWitnessPolicy: docket-log reads its witness policy with the one
+// strict tlog-policy parser every verifier uses.
+func TestNewWitnessPolicy(t *testing.T) {
+	_, other, err := c2sp.GenerateKey("other.example/log")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, policy string
 		ok           bool
 	}{
-		{"no log lines", "witness w1 k u\nquorum w1\n", true},
-		{"lists this log", "log other+1+A\nlog " + vkey + " https://log/\nquorum none\n", true},
-		{"lists others only", "log other+1+A # " + vkey + "\nquorum none\n", false},
+		{"quorum none", "quorum none\n", true},
+		{"lists this log", "log VKEY https://log/\nquorum none\n", true},
+		{"lists others only", "log OTHER\nquorum none\n", false},
+		{"no quorum line", "log VKEY\n", false},
+		{"CRLF", "quorum none\r\n", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := policyListsLog([]byte(tt.policy), vkey); (err == nil) != tt.ok {
-				t.Errorf("policyListsLog(%q) = %v, want ok %v", tt.policy, err, tt.ok)
+			dir := t.TempDir()
+			kf := filepath.Join(dir, "log.key")
+			vkey, err := c2sp.GenerateKeyFile(kf, "example.com/test-log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _, err := c2sp.LoadSigner(kf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := posix.Open(t.Context(), filepath.Join(dir, "storage"), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			l, err := New(t.Context(), Config{Driver: st.Driver, Index: st.Index, Signer: s, VKey: vkey,
+				WitnessPolicy: []byte(strings.NewReplacer("VKEY", vkey, "OTHER", other).Replace(tt.policy))})
+			if (err == nil) != tt.ok {
+				t.Fatalf("New with policy %q: %v, want ok %v", tt.policy, err, tt.ok)
+			}
+			if tt.name == "lists others only" && !strings.Contains(err.Error(), "not this log's key") {
+				t.Fatalf("New with policy %q: %v, want the policy refused for not listing the log", tt.policy, err)
+			}
+			if l != nil {
+				l.Close(t.Context())
 			}
 		})
 	}

@@ -22,6 +22,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/log"
 	"github.com/docketlog/docket/log/posix"
 	"github.com/docketlog/docket/receipts"
@@ -138,7 +139,7 @@ func run() int {
 			if name == "" {
 				name = "localhost/docket-log"
 			}
-			vkey, err := log.GenerateKeyFile(kf, name)
+			vkey, err := c2sp.GenerateKeyFile(kf, name)
 			if err != nil {
 				return fail("generating log key: %v", err)
 			}
@@ -146,7 +147,7 @@ func run() int {
 			fmt.Println(vkey)
 		}
 	}
-	signer, vkey, err := log.LoadSigner(kf)
+	signer, vkey, err := c2sp.LoadSigner(kf)
 	if err != nil {
 		return fail("log key: %v", err)
 	}

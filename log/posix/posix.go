@@ -15,10 +15,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/transparency-dev/tessera"
 	tposix "github.com/transparency-dev/tessera/storage/posix"
+
+	"github.com/docketlog/docket/internal/durable"
 )
 
 // StateDir is the directory, under a storage directory, of Docket's own
@@ -95,8 +96,11 @@ func lockFile(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if ok, err := durable.TryLock(f); !ok {
 		f.Close()
+		if err == nil {
+			err = errors.New("locked")
+		}
 		return nil, fmt.Errorf("storage directory is in use by another docket-log (%s): %w", path, err)
 	}
 	return f, nil
