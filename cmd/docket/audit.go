@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,11 +107,7 @@ func (lf *logFlags) open() (audit.Fetcher, *c2sp.ProofVerifier, error) {
 // newFetcher reads a log at an http(s) URL prefix or in a storage directory.
 func newFetcher(loc string) (audit.Fetcher, error) {
 	if strings.HasPrefix(loc, "http://") || strings.HasPrefix(loc, "https://") {
-		u, err := url.Parse(strings.TrimSuffix(loc, "/") + "/")
-		if err != nil {
-			return nil, fmt.Errorf("-log: %w", err)
-		}
-		return client.NewHTTPFetcher(u, &http.Client{Timeout: defaultHTTPTimeout})
+		return audit.NewHTTPFetcher(loc, &http.Client{Timeout: defaultHTTPTimeout})
 	}
 	if fi, err := os.Stat(loc); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("-log %s: neither an http(s) URL nor a directory", loc)
