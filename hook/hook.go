@@ -264,8 +264,12 @@ func record(opts Options, data []byte) error {
 		return fmt.Errorf("issuer key: %w", err)
 	}
 	g := &gate.Gate{Store: opts.Store, Key: key, Home: opts.Home}
+	hookEvent := opts.Kind.HookEvent()
+	if ev.Failed {
+		hookEvent = receipts.PostToolUseFailure
+	}
 	r, err := g.Record(gate.Event{
-		HookEvent: opts.Kind.HookEvent(),
+		HookEvent: hookEvent,
 		SessionID: ev.SessionID,
 		Agent:     opts.Agent.ReceiptName(),
 		ToolName:  ev.ToolName, ToolUseID: ev.ToolUseID,

@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,8 +184,13 @@ func checkCodexTrust(project string, getenv func(string) string) error {
 				}
 				key := fmt.Sprintf("%s:%s:%d:%d", hooksPath, snake(ev.Event), gi, hi)
 				st, ok := cfg.Hooks.State[key]
-				if !ok || st.TrustedHash == "" || st.Enabled != nil && !*st.Enabled {
+				switch {
+				case !ok || st.TrustedHash == "":
 					untrusted = append(untrusted, ev.Event)
+				case st.Enabled != nil && !*st.Enabled:
+					untrusted = append(untrusted, ev.Event+" (disabled)")
+				case st.TrustedHash != codexHookHash(ev.Event, gm, hm):
+					untrusted = append(untrusted, ev.Event+" (changed since trusted)")
 				}
 			}
 		}
@@ -194,6 +200,40 @@ func checkCodexTrust(project string, getenv func(string) string) error {
 			"run codex in " + project + ", type /hooks and trust the docket hooks"}
 	}
 	return nil
+}
+
+// codexHookHash is the hash Codex trusts a hook by: SHA-256 over the
+// compact JSON, keys sorted, of the hook's normalized identity
+// {event_name, matcher, hooks: [the one handler, timeout normalized]}.
+// A trusted_hash that differs means the hook changed since it was
+// trusted, and Codex skips it.
+func codexHookHash(event string, group, handler map[string]any) string {
+	timeout := int64(600)
+	switch t := handler["timeout"].(type) {
+	case interface{ Int64() (int64, error) }:
+		timeout, _ = t.Int64()
+	case int:
+		timeout = int64(t)
+	}
+	timeout = max(timeout, 1)
+	if event == "SessionEnd" {
+		timeout = min(timeout, 3) // Codex clamps SessionEnd hooks to 3 s
+	}
+	async, _ := handler["async"].(bool)
+	h := map[string]any{"type": "command", "command": handler["command"], "timeout": timeout, "async": async}
+	if m, ok := handler["statusMessage"].(string); ok {
+		h["statusMessage"] = m
+	}
+	id := map[string]any{"event_name": snake(event), "hooks": []any{h}}
+	if m, ok := group["matcher"].(string); ok {
+		id["matcher"] = m
+	}
+	// encoding/json sorts map keys; serde_json leaves <, > and & alone.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(id)
+	return sha256Ref(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 }
 
 // snake turns an event name into Codex's key form: PreToolUse -> pre_tool_use.

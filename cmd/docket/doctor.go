@@ -97,14 +97,21 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return ": no log configured (receipts stay local)"
 	}())
 
-	configured := 0
+	// The agents configured in the project; Claude Code when none is, so
+	// that a project without hooks fails with the fix.
+	var agents []hook.Agent
 	for _, agent := range []hook.Agent{hook.Claude, hook.Gemini, hook.Codex} {
+		name, _, _ := agent.Installs()
+		if _, err := os.Stat(filepath.Join(project, name)); err == nil {
+			agents = append(agents, agent)
+		}
+	}
+	if len(agents) == 0 {
+		agents = []hook.Agent{hook.Claude}
+	}
+	for _, agent := range agents {
 		name, events, _ := agent.Installs()
 		path := filepath.Join(project, name)
-		if _, err := os.Stat(path); err != nil && agent != hook.Claude {
-			continue // not configured for this agent
-		}
-		configured++
 		settings, err := hook.ReadSettings(path)
 		if err != nil {
 			check(string(agent)+" settings", err, "")
