@@ -215,6 +215,23 @@ func (p *agentProject) check(m *modelServer, c agentCase, output string) {
 	}
 }
 
+// hooksSkipped checks that a denied call ran because the agent skipped the
+// project's hooks, as docket doctor said it would, and removes its marker.
+func (p *agentProject) hooksSkipped(run, marker, out string) {
+	p.t.Helper()
+	path := filepath.Join(p.dir, marker)
+	if !p.exists(path) {
+		p.t.Fatalf("%s: the denied call did not run; the agent ran the project's hooks after all, and docket doctor's trust check is wrong for this version\n%s", run, out)
+	}
+	os.Remove(path)
+	chains, _ := filepath.Glob(filepath.Join(p.dir, ".docket", "sessions", "*.jsonl"))
+	for _, c := range chains {
+		if !strings.HasSuffix(c, "docket-doctor.jsonl") {
+			p.t.Fatalf("%s: receipts in %s, yet the call ran unchecked", run, c)
+		}
+	}
+}
+
 // script is what the scripted model asks every agent for: a command the
 // policy denies, a write outside the project, the reads of the secret, a
 // command that fails and one that runs. Each is harmless if the gate
@@ -279,6 +296,10 @@ func TestGeminiCLI(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "not trusted") || !strings.Contains(out, "fix: ") {
 		t.Fatalf("docket doctor on an untrusted folder: exit %d, want a failing trust check with a fix\n%s", code, out)
 	}
+	// Why: with --skip-trust the same call runs, with no hook at all.
+	skipped := newModelServer(t, "gemini", []action{{"shell", "touch skipped-marker; git push --force origin main"}})
+	out, code = p.run([]string{"GEMINI_API_KEY=scripted", "GOOGLE_GEMINI_BASE_URL=" + skipped.URL}, bin, append(args, "--skip-trust")...)
+	p.hooksSkipped("gemini --skip-trust", "skipped-marker", out)
 	// What the fix says: trust the folder in Gemini CLI's own trust file.
 	writeFile(t, filepath.Join(p.home, ".gemini", "trustedFolders.json"), fmt.Sprintf(`{%q: "TRUST_FOLDER"}`, p.dir))
 	if out, code := p.docket("doctor"); code != 0 {
@@ -326,6 +347,11 @@ env_key = "SCRIPTED_API_KEY"
 	if code == 0 || !strings.Contains(out, "project is not trusted") || !strings.Contains(out, "fix: ") {
 		t.Fatalf("docket doctor on an untrusted Codex project: exit %d, want a failing project trust check with a fix\n%s", code, out)
 	}
+	// Why: the same call runs, with no hook and no warning.
+	skipped := newModelServer(t, "openai", []action{{"shell", "touch skipped-marker; git push --force origin main"}})
+	out, code = p.run(env, bin, "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check",
+		"-c", `model_providers.scripted.base_url="`+skipped.URL+`/v1"`, "run the scripted calls")
+	p.hooksSkipped("codex exec in an untrusted project", "skipped-marker", out)
 	// What the fix says: trust the project (Codex writes its config.toml).
 	idle := newModelServer(t, "openai", nil)
 	idleEnv := []string{"CODEX_HOME=" + codexHome, "SCRIPTED_API_KEY=scripted"}

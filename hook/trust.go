@@ -2,6 +2,7 @@ package hook
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,20 +71,35 @@ func checkGeminiTrust(project string, getenv func(string) string) error {
 		home = getenv("HOME")
 	}
 	dir := filepath.Join(home, ".gemini")
-	var user struct {
-		Security struct {
-			FolderTrust struct {
-				Enabled *bool `json:"enabled"`
-			} `json:"folderTrust"`
-		} `json:"security"`
+	// The hooks themselves can be turned off, in the user's settings or
+	// the project's: hooksConfig.enabled false, or a hook's command listed
+	// in hooksConfig.disabled.
+	var user geminiSettings
+	for _, path := range []string{filepath.Join(dir, "settings.json"), filepath.Join(project, ".gemini", "settings.json")} {
+		var s geminiSettings
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		if err := json.Unmarshal(data, &s); err != nil {
+			return fmt.Errorf("reading %s: %v", path, err)
+		}
+		if e := s.HooksConfig.Enabled; e != nil && !*e {
+			return &UntrustedError{Gemini, "hooksConfig.enabled is false in " + path + ": Gemini CLI runs no hook", "remove hooksConfig.enabled from " + path}
+		}
+		for _, d := range s.HooksConfig.Disabled {
+			for _, k := range []Kind{Pre, Post, SessionStart, SessionEnd} {
+				if runsDocketHook(d, k) {
+					return &UntrustedError{Gemini, "hooksConfig.disabled in " + path + " turns off " + d, "remove it from hooksConfig.disabled in " + path}
+				}
+			}
+		}
+		if path == filepath.Join(dir, "settings.json") {
+			user = s
+		}
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "settings.json")); err == nil {
-		if err := json.Unmarshal(data, &user); err != nil {
-			return fmt.Errorf("reading %s: %v", filepath.Join(dir, "settings.json"), err)
-		}
-		if e := user.Security.FolderTrust.Enabled; e != nil && !*e {
-			return nil // folder trust is off: every folder is trusted
-		}
+	if e := user.Security.FolderTrust.Enabled; e != nil && !*e {
+		return nil // folder trust is off: every folder is trusted
 	}
 	path := getenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
 	if path == "" {
@@ -121,8 +137,25 @@ func checkGeminiTrust(project string, getenv func(string) string) error {
 	return &UntrustedError{Gemini, "the folder is not trusted in " + path + ": Gemini CLI refuses to start, and with --skip-trust runs without the project's hooks", fix}
 }
 
+// geminiSettings is what Docket reads of Gemini CLI's settings.json.
+type geminiSettings struct {
+	Security struct {
+		FolderTrust struct {
+			Enabled *bool `json:"enabled"`
+		} `json:"folderTrust"`
+	} `json:"security"`
+	HooksConfig struct {
+		Enabled  *bool    `json:"enabled"`
+		Disabled []string `json:"disabled"`
+	} `json:"hooksConfig"`
+}
+
 // codexConfig is what Docket reads of Codex's config.toml.
 type codexConfig struct {
+	Features struct {
+		Hooks      *bool `toml:"hooks"`
+		CodexHooks *bool `toml:"codex_hooks"` // the legacy name
+	} `toml:"features"`
 	Projects map[string]struct {
 		TrustLevel string `toml:"trust_level"`
 	} `toml:"projects"`
@@ -148,6 +181,9 @@ func checkCodexTrust(project string, getenv func(string) string) error {
 	var cfg codexConfig
 	if _, err := toml.DecodeFile(path, &cfg); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("reading %s: %v", path, err)
+	}
+	if h := cmp.Or(cfg.Features.Hooks, cfg.Features.CodexHooks); h != nil && !*h {
+		return &UntrustedError{Codex, "features.hooks is false in " + path + ": Codex runs no hook", "remove hooks = false from [features] in " + path}
 	}
 	trusted := ""
 	for dir := project; ; dir = filepath.Dir(dir) {

@@ -58,6 +58,9 @@ func TestGeminiTrust(t *testing.T) {
 		{name: "another folder trusted", folders: fmt.Sprintf(`{%q: "TRUST_FOLDER"}`, filepath.Join(filepath.Dir(project), "other"))},
 		{name: "longest rule distrusts", folders: fmt.Sprintf(`{%q: "TRUST_FOLDER", %q: "DO_NOT_TRUST"}`, filepath.Dir(project), project)},
 		{name: "folder trust off", settings: `{"security":{"folderTrust":{"enabled":false}}}`, trusted: true},
+		{name: "hooks off", folders: fmt.Sprintf(`{%q: "TRUST_FOLDER"}`, project), settings: `{"hooksConfig":{"enabled":false}}`},
+		{name: "docket hook disabled", folders: fmt.Sprintf(`{%q: "TRUST_FOLDER"}`, project), settings: `{"hooksConfig":{"disabled":["/usr/bin/docket hook pre -agent gemini"]}}`},
+		{name: "another hook disabled", folders: fmt.Sprintf(`{%q: "TRUST_FOLDER"}`, project), settings: `{"hooksConfig":{"disabled":["lint"]}}`, trusted: true},
 		{name: "env distrusts", folders: fmt.Sprintf(`{%q: "TRUST_FOLDER"}`, project), env: map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "false"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,6 +118,7 @@ func TestCodexTrust(t *testing.T) {
 		name, config, want string // want: "" trusted, else in the error
 	}{
 		{"no config", "", "project is not trusted"},
+		{"hooks feature off", "[features]\nhooks = false\n" + trustProject + allHooks, "features.hooks is false"},
 		{"project untrusted", fmt.Sprintf("[projects.%q]\ntrust_level = \"untrusted\"\n", project) + allHooks, "project is not trusted"},
 		{"hooks untrusted", trustProject, "PreToolUse, PostToolUse, SessionStart, SessionEnd are not trusted"},
 		{"one hook untrusted", trustProject + state("pre_tool_use", "sha256:57219425e167aa13acb34339f3d7cc04453631b9d3b06ab0db54f618acad728a"), "PostToolUse, SessionStart, SessionEnd are not trusted"},
