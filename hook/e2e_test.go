@@ -426,6 +426,75 @@ func TestInitAndDoctor(t *testing.T) {
 	}
 }
 
+// TestInitAndDoctorAgents checks docket init -agent for Gemini CLI and
+// Codex (their files, timeout units, what the user must still do) and that
+// docket doctor fails while their trust files keep the hooks from running.
+// e2e/agents_test.go does the same with the real CLIs.
+func TestInitAndDoctorAgents(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &project{dir: dir, home: t.TempDir()}
+	codexHome := filepath.Join(p.home, ".codex")
+	env := []string{"CODEX_HOME=" + codexHome, "GEMINI_CLI_HOME=", "GEMINI_CLI_TRUSTED_FOLDERS_PATH=", "GEMINI_CLI_TRUST_WORKSPACE="}
+	r := p.run(t, nil, env, "init", "-agent", "gemini,codex")
+	if r.code != 0 {
+		t.Fatalf("init -agent gemini,codex = exit %d (%s), want 0", r.code, r.stderr)
+	}
+	for _, want := range []string{"trust the folder", "/hooks"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("init -agent gemini,codex says\n%s\nwant what to do, with %q", r.stdout, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".claude")); err == nil {
+		t.Error("init -agent gemini,codex wrote Claude Code settings")
+	}
+	for _, tt := range []struct {
+		file, event, cmd string
+		timeout          int
+	}{
+		{".gemini/settings.json", "BeforeTool", docketBin + " hook pre -agent gemini", 30000},
+		{".codex/hooks.json", "PreToolUse", docketBin + " hook pre -agent codex", 30},
+	} {
+		data, err := os.ReadFile(filepath.Join(dir, tt.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			Hooks map[string][]struct {
+				Hooks []struct {
+					Command string
+					Timeout int
+				}
+			}
+		}
+		if err := json.Unmarshal(data, &s); err != nil {
+			t.Fatal(err)
+		}
+		if g := s.Hooks[tt.event]; len(g) != 1 || g[0].Hooks[0].Command != tt.cmd || g[0].Hooks[0].Timeout != tt.timeout {
+			t.Errorf("%s %s = %+v, want %q with timeout %d", tt.file, tt.event, g, tt.cmd, tt.timeout)
+		}
+	}
+	if r := p.run(t, nil, env, "init", "-agent", "all"); r.code != 0 || !strings.Contains(r.stdout, "kept hooks in .gemini/settings.json") {
+		t.Fatalf("init -agent all = exit %d\n%s%s\nwant the Gemini hooks kept", r.code, r.stdout, r.stderr)
+	}
+
+	r = p.run(t, nil, env, "doctor")
+	if r.code != 2 || !strings.Contains(r.stdout, "FAIL  gemini runs project hooks") || !strings.Contains(r.stdout, "FAIL  codex runs project hooks") {
+		t.Fatalf("doctor with untrusted Gemini and Codex = exit %d\n%s\nwant exit 2 and both trust checks failing", r.code, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "ok    gemini BeforeTool hook") || !strings.Contains(r.stdout, "ok    codex PreToolUse hook") {
+		t.Errorf("doctor = \n%s\nwant each agent's pre hook probed with its own event and blocking", r.stdout)
+	}
+	writeFile(t, filepath.Join(p.home, ".gemini", "trustedFolders.json"), []byte(fmt.Sprintf(`{%q: "TRUST_PARENT"}`, filepath.Join(dir, "sub"))), 0o644)
+	writeFile(t, filepath.Join(codexHome, "config.toml"), []byte(fmt.Sprintf("[projects.%q]\ntrust_level = \"trusted\"\n", dir)), 0o644)
+	r = p.run(t, nil, env, "doctor")
+	if r.code != 2 || !strings.Contains(r.stdout, "ok    gemini runs project hooks") || !strings.Contains(r.stdout, "hooks for PreToolUse, PostToolUse, SessionStart, SessionEnd are not trusted") {
+		t.Fatalf("doctor with Gemini trusted and Codex hooks untrusted = exit %d\n%s\nwant exit 2, Gemini passing, Codex's hooks failing", r.code, r.stdout)
+	}
+}
+
 // TestPolicyCommands checks docket policy check and eval.
 func TestPolicyCommands(t *testing.T) {
 	p := newProject(t, filepath.Join("..", "testdata", "hook", "bench20.cedar"))
