@@ -298,7 +298,7 @@ func TestGeminiCLI(t *testing.T) {
 	}
 	// Why: with --skip-trust the same call runs, with no hook at all.
 	skipped := newModelServer(t, "gemini", []action{{"shell", "touch skipped-marker; git push --force origin main"}})
-	out, code = p.run([]string{"GEMINI_API_KEY=scripted", "GOOGLE_GEMINI_BASE_URL=" + skipped.URL}, bin, append(args, "--skip-trust")...)
+	out, _ = p.run([]string{"GEMINI_API_KEY=scripted", "GOOGLE_GEMINI_BASE_URL=" + skipped.URL}, bin, append(args, "--skip-trust")...)
 	p.hooksSkipped("gemini --skip-trust", "skipped-marker", out)
 	// What the fix says: trust the folder in Gemini CLI's own trust file.
 	writeFile(t, filepath.Join(p.home, ".gemini", "trustedFolders.json"), fmt.Sprintf(`{%q: "TRUST_FOLDER"}`, p.dir))
@@ -349,7 +349,7 @@ env_key = "SCRIPTED_API_KEY"
 	}
 	// Why: the same call runs, with no hook and no warning.
 	skipped := newModelServer(t, "openai", []action{{"shell", "touch skipped-marker; git push --force origin main"}})
-	out, code = p.run(env, bin, "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check",
+	out, _ = p.run(env, bin, "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check",
 		"-c", `model_providers.scripted.base_url="`+skipped.URL+`/v1"`, "run the scripted calls")
 	p.hooksSkipped("codex exec in an untrusted project", "skipped-marker", out)
 	// What the fix says: trust the project (Codex writes its config.toml).

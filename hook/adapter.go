@@ -165,8 +165,9 @@ func patchCalls(patch string) []policy.Call {
 
 // heredocPatch returns the patch of a shell command that is exactly
 // `apply_patch <<'EOF'` (or applypatch, any delimiter, quoted or not)
-// followed by the patch and the delimiter line, and nothing else. Any other
-// command, even one that also applies a patch, is gated as a command.
+// followed by the patch and the delimiter line, and nothing else; with an
+// unquoted delimiter, the patch must hold nothing the shell expands. Any
+// other command, even one that also applies a patch, is gated as a command.
 func heredocPatch(cmd string) (string, bool) {
 	rest, ok := strings.CutPrefix(strings.TrimLeft(cmd, " \t\n"), "apply_patch")
 	if !ok {
@@ -183,8 +184,11 @@ func heredocPatch(cmd string) (string, bool) {
 		return "", false
 	}
 	delim := strings.TrimSpace(header)
-	if len(delim) >= 2 && (delim[0] == '\'' || delim[0] == '"') && delim[len(delim)-1] == delim[0] {
+	quoted := len(delim) >= 2 && (delim[0] == '\'' || delim[0] == '"') && delim[len(delim)-1] == delim[0]
+	if quoted {
 		delim = delim[1 : len(delim)-1]
+	} else if strings.ContainsAny(body, "$`\\") {
+		return "", false // the shell would expand the body: $(...) would run
 	}
 	if delim == "" || strings.ContainsAny(delim, " \t'\"$`\\;&|<>()") {
 		return "", false

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/docketlog/docket/policy"
@@ -60,6 +61,8 @@ func TestParseEventMapping(t *testing.T) {
 			[]call{{"Bash", map[string]any{"command": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a.go\n*** End Patch\nEOF\nrm -rf /", "description": ""}, "/p"}}},
 		{"codex here-doc then a second one", Codex, `{"session_id":"s","cwd":"/p","tool_name":"Bash","tool_input":{"command":"apply_patch <<EOF\n*** Add File: a.go\nEOF\nrm -rf / <<EOF\nEOF"}}`,
 			[]call{{"Bash", map[string]any{"command": "apply_patch <<EOF\n*** Add File: a.go\nEOF\nrm -rf / <<EOF\nEOF", "description": ""}, "/p"}}},
+		{"codex unquoted here-doc the shell expands", Codex, `{"session_id":"s","cwd":"/p","tool_name":"Bash","tool_input":{"command":"apply_patch <<EOF\n*** Add File: a.go\n+$(rm -rf /)\nEOF"}}`,
+			[]call{{"Bash", map[string]any{"command": "apply_patch <<EOF\n*** Add File: a.go\n+$(rm -rf /)\nEOF", "description": ""}, "/p"}}},
 		{"codex apply_patch piped", Codex, `{"session_id":"s","cwd":"/p","tool_name":"Bash","tool_input":{"command":"apply_patch <<EOF | sh\n*** Add File: a.go\nEOF"}}`,
 			[]call{{"Bash", map[string]any{"command": "apply_patch <<EOF | sh\n*** Add File: a.go\nEOF", "description": ""}, "/p"}}},
 	}
@@ -173,4 +176,32 @@ func TestParseEventFailed(t *testing.T) {
 			t.Errorf("ParseEvent(%s%s).Failed = %v, want %v", tt.fixture, tt.event, ev.Failed, tt.want)
 		}
 	}
+}
+
+// FuzzHeredocPatch checks that a command is taken for a patch only when it
+// is one apply_patch here-doc, so that nothing else runs ungated.
+func FuzzHeredocPatch(f *testing.F) {
+	f.Add("apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a\n*** End Patch\nEOF\n")
+	f.Add("apply_patch <<EOF\nx\nEOF\nrm -rf /")
+	f.Add("applypatch <<\"P\"\nP")
+	f.Add("apply_patch <<EOF\n*** Add File: a\n+$(rm -rf /)\nEOF")
+	f.Fuzz(func(t *testing.T, cmd string) {
+		patch, ok := heredocPatch(cmd)
+		if !ok {
+			return
+		}
+		head := strings.TrimLeft(cmd, " \t\n")
+		if !strings.HasPrefix(head, "apply_patch") && !strings.HasPrefix(head, "applypatch") {
+			t.Fatalf("heredocPatch(%q) = ok for a command that is not apply_patch", cmd)
+		}
+		if strings.ContainsAny(strings.SplitN(head, "\n", 2)[0], ";&|`$()") {
+			t.Fatalf("heredocPatch(%q) = ok with more than a here-doc on its first line", cmd)
+		}
+		if !strings.Contains(strings.SplitN(head, "\n", 2)[0], "'") && !strings.Contains(strings.SplitN(head, "\n", 2)[0], `"`) && strings.ContainsAny(patch, "$`") {
+			t.Fatalf("heredocPatch(%q) = ok for an unquoted here-doc the shell expands", cmd)
+		}
+		if !strings.HasSuffix(patch, "\n") {
+			t.Fatalf("heredocPatch(%q) = %q, want a patch ending in a newline", cmd, patch)
+		}
+	})
 }

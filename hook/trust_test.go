@@ -156,3 +156,23 @@ func writeTestFile(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzCheckTrust feeds arbitrary agent trust files to CheckTrust: it must
+// never panic, and never call a project trusted by a file it cannot read.
+func FuzzCheckTrust(f *testing.F) {
+	f.Add([]byte(`{"/p": "TRUST_FOLDER"}`), []byte("[projects.\"/p\"]\ntrust_level = \"trusted\"\n"))
+	f.Add([]byte(`{"/": "TRUST_PARENT", "/p": "DO_NOT_TRUST"}`), []byte("[hooks.state.\"/p/.codex/hooks.json:pre_tool_use:0:0\"]\ntrusted_hash = 1\n"))
+	f.Add([]byte(`[]`), []byte(`projects = 3`))
+	f.Fuzz(func(t *testing.T, folders, config []byte) {
+		home := t.TempDir()
+		writeTestFile(t, filepath.Join(home, ".gemini", "trustedFolders.json"), string(folders))
+		writeTestFile(t, filepath.Join(home, ".codex", "config.toml"), string(config))
+		e := env(map[string]string{"HOME": home})
+		if err := CheckTrust(Gemini, "/p", e); err == nil && !strings.Contains(string(folders), "TRUST") {
+			t.Errorf("CheckTrust(Gemini) trusted /p by %q", folders)
+		}
+		if err := CheckTrust(Codex, "/p", e); err == nil && !strings.Contains(string(config), "trusted") {
+			t.Errorf("CheckTrust(Codex) trusted /p by %q", config)
+		}
+	})
+}
