@@ -26,6 +26,9 @@ type InstallEvent struct {
 	Kind  Kind   // the docket hook it runs
 	// Matcher: the event takes a tool matcher ("*" is installed).
 	Matcher bool
+	// MaxTimeout, if set, is the longest timeout the agent allows for the
+	// event, in seconds: it is installed instead of HookTimeout.
+	MaxTimeout int
 }
 
 // Installs returns where an agent's project hooks are configured, relative
@@ -41,25 +44,26 @@ func (a Agent) Installs() (path string, events []InstallEvent, err error) {
 	switch a {
 	case Claude:
 		return filepath.Join(".claude", "settings.json"), []InstallEvent{
-			{receipts.PreToolUse, Pre, true},
-			{receipts.PostToolUse, Post, true},
-			{receipts.PostToolUseFailure, PostFailure, true},
-			{receipts.SessionStart, SessionStart, false},
-			{receipts.SessionEnd, SessionEnd, false},
+			{Event: receipts.PreToolUse, Kind: Pre, Matcher: true},
+			{Event: receipts.PostToolUse, Kind: Post, Matcher: true},
+			{Event: receipts.PostToolUseFailure, Kind: PostFailure, Matcher: true},
+			{Event: receipts.SessionStart, Kind: SessionStart},
+			{Event: receipts.SessionEnd, Kind: SessionEnd},
 		}, nil
 	case Gemini:
 		return filepath.Join(".gemini", "settings.json"), []InstallEvent{
-			{"BeforeTool", Pre, true},
-			{"AfterTool", Post, true},
-			{receipts.SessionStart, SessionStart, false},
-			{receipts.SessionEnd, SessionEnd, false},
+			{Event: "BeforeTool", Kind: Pre, Matcher: true},
+			{Event: "AfterTool", Kind: Post, Matcher: true},
+			{Event: receipts.SessionStart, Kind: SessionStart},
+			{Event: receipts.SessionEnd, Kind: SessionEnd},
 		}, nil
 	case Codex:
 		return filepath.Join(".codex", "hooks.json"), []InstallEvent{
-			{receipts.PreToolUse, Pre, true},
-			{receipts.PostToolUse, Post, true},
-			{receipts.SessionStart, SessionStart, false},
-			{receipts.SessionEnd, SessionEnd, false},
+			{Event: receipts.PreToolUse, Kind: Pre, Matcher: true},
+			{Event: receipts.PostToolUse, Kind: Post, Matcher: true},
+			{Event: receipts.SessionStart, Kind: SessionStart},
+			// Codex clamps a SessionEnd hook to 3 s (and warns at every start).
+			{Event: receipts.SessionEnd, Kind: SessionEnd, MaxTimeout: 3},
 		}, nil
 	}
 	return "", nil, fmt.Errorf("installing %s hooks is not supported", a)
@@ -156,11 +160,15 @@ func (s *Settings) Install(agent Agent, command string) ([]string, error) {
 		if len(commands(groups, "", h.Kind)) > 0 {
 			continue
 		}
+		timeout := time.Duration(HookTimeout)
+		if h.MaxTimeout > 0 {
+			timeout = time.Duration(min(HookTimeout, h.MaxTimeout))
+		}
 		group := map[string]any{
 			"hooks": []any{map[string]any{
 				"type":    "command",
 				"command": command + hookArgs(agent, h.Kind),
-				"timeout": int((HookTimeout * time.Second) / agent.TimeoutUnit()),
+				"timeout": int((timeout * time.Second) / agent.TimeoutUnit()),
 			}},
 		}
 		if h.Matcher {

@@ -144,7 +144,11 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(stdout, "note  this docket is linked with libc (CGO_ENABLED=1); a static build starts each hook about 1.3 ms sooner")
 		hintf(stderr, "CGO_ENABLED=0 go install github.com/docketlog/docket/cmd/docket@latest")
 	}
-	fmt.Fprintln(stdout, "the gate blocks")
+	names := make([]string, len(agents))
+	for i, a := range agents {
+		names[i] = string(a)
+	}
+	fmt.Fprintf(stdout, "the gate blocks (%s)\n", strings.Join(names, ", "))
 	return 0
 }
 
