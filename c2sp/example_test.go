@@ -1,8 +1,12 @@
 package c2sp_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/docketlog/docket/c2sp"
 )
@@ -49,4 +53,28 @@ quorum g
 // checkpoint it cosigned for a log.
 func ExampleLogID() {
 	fmt.Printf("GET /%s/checkpoint\n", c2sp.LogID("example.com/log"))
+}
+
+// ExampleCheckConsistency detects a log that signed two trees of the same
+// size: the error is the evidence, both signed checkpoints included.
+func ExampleCheckConsistency() {
+	skey, vkey, _ := c2sp.GenerateKey("example.com/log")
+	signer, _, _ := c2sp.NewSigner(skey)
+	verifier, _ := note.NewVerifier(vkey)
+	sign := func(text string) []byte {
+		n, _ := note.Sign(&note.Note{Text: text}, signer)
+		return n
+	}
+	a := sign("example.com/log\n4\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n")
+	b := sign("example.com/log\n4\nAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\n")
+
+	err := c2sp.CheckConsistency(verifier, a, b, nil)
+	var ie *c2sp.InconsistencyError
+	if errors.As(err, &ie) {
+		fmt.Println("fork:", ie.Fork, "size", ie.OldSize)
+		fmt.Println(strings.SplitN(err.Error(), "\n", 3)[1])
+	}
+	// Output:
+	// fork: true size 4
+	// log misbehavior detected: two checkpoints of size 4 with different roots
 }

@@ -87,14 +87,16 @@ var ErrPolicy = errors.New("invalid tlog-policy")
 // ParsePolicy parses a C2SP tlog-policy file and enforces every rule of the
 // specification: lines end in a newline and hold items separated by spaces
 // and tabs; the only control characters are tab and newline (so CRLF is
-// refused); comment lines start with "#" after optional white space; log and
-// witness lines carry keys of the right signature type and no key is listed
-// twice (the same public key under another name is a duplicate); names of
-// witnesses and groups are unique and not "none"; a group lists at least one
-// member, each defined on a preceding line and not "none", with
-// 1 <= k <= n; each name is a group member at most once in the whole file;
-// and there is exactly one quorum line, naming "none" or a witness or group
-// defined before it. Errors wrap ErrPolicy and name the line.
+// refused); comment lines start with "#" after optional white space; log
+// keys are Ed25519 signed-note keys (type 0x01) and witness keys
+// cosignature/v1 keys (0x04 Ed25519, 0x06 ML-DSA-44), each with the key ID
+// of its key, and no key is listed twice (the same public key under another
+// name is a duplicate); names of witnesses and groups are unique and not
+// "none"; a group lists at least one member, each defined on a preceding
+// line and not "none", with 1 <= k <= n; each name is a group member at most
+// once in the whole file; and there is exactly one quorum line, naming
+// "none" or a witness or group defined before it. Errors wrap ErrPolicy and
+// name the line.
 func ParsePolicy(data []byte) (*Policy, error) {
 	p := &Policy{}
 	defined := make(map[string]bool) // witness and group names
@@ -210,7 +212,7 @@ func ParsePolicy(data []byte) (*Policy, error) {
 		}
 	}
 	if quorumLine == 0 {
-		return nil, fmt.Errorf("%w: no quorum line", ErrPolicy)
+		return nil, fmt.Errorf("%w: no quorum line (\"quorum none\" if no cosignature is required)", ErrPolicy)
 	}
 	return p, nil
 }

@@ -1,11 +1,14 @@
 package c2sp
 
 import (
+	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,9 +60,24 @@ func newWitnessKey(t testing.TB, name string) (note.Signer, string) {
 	return s, vkey
 }
 
-// renamed returns vkey with another key name: the same public key.
-func renamed(vkey, name string) string {
-	return name + vkey[strings.Index(vkey, "+"):]
+// renamed returns a vkey of the same public key and signature type (0x01 or
+// 0x04) under another key name, with its own key ID.
+func renamed(t testing.TB, vkey, name string) string {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(strings.SplitN(vkey, "+", 3)[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := note.NewEd25519VerifierKey(name, ed25519.PublicKey(raw[1:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw[0] == sigCosignatureV1 {
+		if v, err = CosignatureVKey(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return v
 }
 
 // wrongID returns vkey with another key ID.
@@ -113,9 +131,9 @@ func TestParsePolicySpec(t *testing.T) {
 		{"a witness key's ID is the key's", "witness w1 " + wrongID(k.w1) + "\nquorum w1\n", false},
 		{"a log key's ID is the key's", "log " + wrongID(k.log1) + "\nquorum none\n", false},
 		{"duplicate log keys are refused", "log " + k.log1 + "\nlog " + k.log1 + "\nquorum none\n", false},
-		{"a log key under another name is a duplicate", "log " + k.log1 + "\nlog " + renamed(k.log1, "other.example/log") + "\nquorum none\n", false},
+		{"a log key under another name is a duplicate", "log " + k.log1 + "\nlog " + renamed(t, k.log1, "other.example/log") + "\nquorum none\n", false},
 		{"duplicate witness keys are refused", "witness w1 " + k.w1 + "\nwitness w2 " + k.w1 + "\ngroup g 2 w1 w2\nquorum g\n", false},
-		{"a witness key under another name is a duplicate", "witness w1 " + k.w1 + "\nwitness w2 " + renamed(k.w1, "other.example") + "\nquorum w1\n", false},
+		{"a witness key under another name is a duplicate", "witness w1 " + k.w1 + "\nwitness w2 " + renamed(t, k.w1, "other.example") + "\nquorum w1\n", false},
 		// Defining a log.
 		{"log with a URL", "log " + k.log1 + " https://log.example/\nquorum none\n", true},
 		{"log without a key", "log\nquorum none\n", false},
@@ -161,11 +179,43 @@ func TestParsePolicySpec(t *testing.T) {
 		{"names are opaque octets", "witness \xe2\x84\xaa " + k.w1 + "\nquorum K\n", false},
 		{"octets 0x80-0xFF are allowed in comments", "# caf\xc3\xa9 \xff\nquorum none\n", true},
 	}
+	// Refusals that must name their rule, not fail for another reason.
+	because := map[string]string{
+		"duplicate log keys are refused":                    "log key duplicates the key on line 1",
+		"a log key under another name is a duplicate":       "log key duplicates the key on line 1",
+		"duplicate witness keys are refused":                "witness key duplicates the key on line 1",
+		"a witness key under another name is a duplicate":   "witness key duplicates the key on line 1",
+		"a name is a member of a group at most once":        `"w1" is already a group member on line 2`,
+		"a name is a group member at most once in the file": `"w1" is already a group member on line 3`,
+		"k = 0 is refused":                                  `threshold "0"`,
+		"k > n is refused":                                  `threshold "2"`,
+		"exactly one quorum line":                           "second quorum line",
+		"the quorum names a group defined earlier":          `quorum "g" is not defined on a preceding line`,
+		"CRLF line ends are refused":                        "control character 0x0d",
+		"none is not a group member":                        `"none" cannot be a group member`,
+		"none is predefined: no witness named none":         `the name "none" is predefined`,
+		"a witness key's ID is the key's":                   "key ID",
+		"a group references only preceding names":           `member "w1" is not defined on a preceding line`,
+	}
+	for name := range because {
+		if !slices.ContainsFunc(tests, func(tt struct {
+			name   string
+			policy string
+			ok     bool
+		}) bool {
+			return tt.name == name
+		}) {
+			t.Errorf("because names no test %q", name)
+		}
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := ParsePolicy([]byte(tt.policy))
 			if (err == nil) != tt.ok {
 				t.Fatalf("ParsePolicy(%q) = %v, want ok %v", tt.policy, err, tt.ok)
+			}
+			if want := because[tt.name]; want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+				t.Errorf("ParsePolicy(%q) = %v, want an error saying %q", tt.policy, err, want)
 			}
 			if err != nil && !errors.Is(err, ErrPolicy) {
 				t.Errorf("ParsePolicy(%q) = %v, want an ErrPolicy", tt.policy, err)
@@ -200,7 +250,7 @@ func TestParsePolicyFields(t *testing.T) {
 	if p.Quorum != "g2" || p.Unwitnessed() {
 		t.Errorf("Quorum = %q, Unwitnessed() = %v, want g2, false", p.Quorum, p.Unwitnessed())
 	}
-	if !p.HasLog(renamed(k.log2, "example.com/log2")) || p.HasLog(renamed(k.w1, "x")) {
+	if !p.HasLog(renamed(t, k.log2, "other.example/log2")) || p.HasLog(k.w1) {
 		t.Errorf("HasLog does not match the log keys")
 	}
 }

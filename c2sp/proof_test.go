@@ -119,6 +119,7 @@ func TestProofVerifierPolicy(t *testing.T) {
 		{"none", "", true},
 		{"quorum of one", "witness w1 " + v1 + "\nquorum w1\n", true},
 		{"no quorum line", "witness w1 " + v1 + "\n", false},
+		{"another real log only", "log " + tlogtest.New("example.com/other").VKey + "\nquorum none\n", false},
 		{"other log only", "log example.com/x+01234567+AQ\nwitness w1 " + v1 + "\nquorum w1\n", false},
 		{"unknown member", "witness w1 " + v1 + "\nquorum w9\n", false},
 		{"quorum none", "log " + l.VKey + "\nquorum none\n", true},

@@ -11,6 +11,7 @@ package gate
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -74,14 +75,39 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 	}
 	var d Decision
 	if g.PolicyErr != nil || g.Engine == nil {
+		err := g.PolicyErr
+		if err == nil {
+			err = errors.New("no policy loaded")
+		}
 		d.Decision = policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
-			Message: fmt.Sprintf("policy: %v (fix it, then run docket policy check)", g.PolicyErr)}
+			Message: fmt.Sprintf("policy: %v (fix it, then run docket policy check)", err)}
 	} else {
 		d.PolicyDigest = g.Engine.Digest()
 		d.Decision = Evaluate(ctx, g.Engine, c.Requests, g.Store.Project, g.Home)
 	}
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
+	}
+	return g.record(c, d)
+}
+
+// ReasonLogUnavailable is the reason of a deny the strict mode signs when
+// the allow decision could not be put in the log in time.
+const ReasonLogUnavailable = "log_unavailable"
+
+// Refuse signs and appends a deny of a call that the policy allowed but
+// that must not run all the same (reason, e.g. ReasonLogUnavailable, and
+// message say why), so that the chain says the call was denied.
+func (g *Gate) Refuse(c Call, allowed Decision, reason, message string) (Decision, error) {
+	d := Decision{PolicyDigest: allowed.PolicyDigest,
+		Decision: policy.Decision{Decision: policy.Deny, Reason: reason, Message: message, PolicyIDs: allowed.PolicyIDs}}
+	return g.record(c, d)
+}
+
+// record signs decision d of call c and appends it to the session chain.
+func (g *Gate) record(c Call, d Decision) (Decision, error) {
+	if c.Start.IsZero() {
+		c.Start = time.Now()
 	}
 	head, err := g.Store.Append(c.SessionID, store.AppendOptions{}, func(l store.Link) ([]byte, error) {
 		latency := time.Since(c.Start).Milliseconds()
@@ -90,6 +116,7 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 			SessionID:           c.SessionID,
 			Sequence:            l.Sequence,
 			PreviousReceiptHash: l.Previous,
+			IssuerSequence:      l.IssuerSequence,
 			HookEvent:           receipts.PreToolUse,
 			Agent:               c.Agent,
 			ToolName:            c.ToolName,
@@ -192,6 +219,7 @@ func (g *Gate) Record(e Event) (Recorded, error) {
 			SessionID:           e.SessionID,
 			Sequence:            l.Sequence,
 			PreviousReceiptHash: l.Previous,
+			IssuerSequence:      l.IssuerSequence,
 			HookEvent:           e.HookEvent,
 			Agent:               e.Agent,
 		}
@@ -199,7 +227,10 @@ func (g *Gate) Record(e Event) (Recorded, error) {
 		case receipts.SessionStart:
 			p.Type, p.LifecycleEvent = receipts.TypeLifecycle, receipts.LifecycleSessionStart
 		case receipts.SessionEnd:
+			// The session's final sequence and head: the session_end is
+			// its last receipt, and links the one before it.
 			p.Type, p.LifecycleEvent = receipts.TypeLifecycle, receipts.LifecycleSessionEnd
+			p.FinalSequence, p.HeadHash = l.Sequence, l.Previous
 		default:
 			p.Type = receipts.TypeDecision
 			p.ToolName, p.ToolUseID = e.ToolName, e.ToolUseID

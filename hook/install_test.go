@@ -138,3 +138,57 @@ func TestMatcherCovers(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSettingsInstall checks that installing into any settings file either
+// refuses it, leaving it alone, or installs every hook once, keeping what
+// was there: a second install adds nothing.
+func FuzzSettingsInstall(f *testing.F) {
+	for _, seed := range []string{
+		`{}`, `{"hooks":{}}`, `{"hooks":[]}`, `{"hooks":{"PreToolUse":{}}}`, `[]`, `{"hooks":`,
+		`{"permissions":{"allow":["Bash(ls:*)"]},"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"true"}]}]}}`,
+		`{"hooks":{"SessionEnd":[{"hooks":[{"type":"command","command":"docket hook session-end","timeout":5}]}],"Other":1}}`,
+		`{"hooks":{"PostToolUse":[1,{"hooks":"x"},{"hooks":[{"type":"command"}]}]}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, agent := range []Agent{Claude, Gemini, Codex} {
+			fuzzInstall(t, agent, data)
+		}
+	})
+}
+
+func fuzzInstall(t *testing.T, agent Agent, data []byte) {
+	_, events, _ := agent.Installs()
+	path := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSettings(path)
+	if err == nil {
+		_, err = s.Install(agent, "/bin/docket")
+	}
+	if err != nil {
+		return
+	}
+	if err := s.Write(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ReadSettings(path)
+	if err != nil {
+		t.Fatalf("%s settings written by Install do not read back: %v", agent, err)
+	}
+	if added, err := again.Install(agent, "/bin/docket"); err != nil || len(added) != 0 {
+		t.Fatalf("second Install(%s) = %v, %v; want nothing added", agent, added, err)
+	}
+	for _, ev := range events {
+		if len(again.Installed(ev.Event, "", ev.Kind)) == 0 {
+			t.Fatalf("no docket hook %s for %s after Install(%s)", ev.Kind, ev.Event, agent)
+		}
+	}
+	for k := range s.m {
+		if _, ok := again.m[k]; !ok {
+			t.Fatalf("Install(%s) dropped the member %q", agent, k)
+		}
+	}
+}

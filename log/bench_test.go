@@ -2,8 +2,6 @@ package log
 
 import (
 	"context"
-	"crypto/sha256"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
@@ -16,27 +14,6 @@ func BenchmarkParseEntry(b *testing.B) {
 	for b.Loop() {
 		if _, err := receipts.ParseEntry(leaf); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkIndexLookup(b *testing.B) {
-	x, err := openIndex(filepath.Join(b.TempDir(), "x.sqlite"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer x.close()
-	var hs []leafHash
-	for i := range 10000 {
-		hs = append(hs, sha256.Sum256([]byte{byte(i), byte(i >> 8)}))
-	}
-	if _, err := x.add(b.Context(), 0, hs); err != nil {
-		b.Fatal(err)
-	}
-	miss := sha256.Sum256([]byte("miss"))
-	for b.Loop() {
-		if _, ok, err := x.lookup(b.Context(), miss); err != nil || ok {
-			b.Fatal(ok, err)
 		}
 	}
 }
@@ -62,28 +39,4 @@ func BenchmarkAdd(b *testing.B) {
 			}
 		}
 	})
-}
-
-func TestFilter(t *testing.T) {
-	f := newFilter(1000)
-	var in []leafHash
-	for i := range 5000 {
-		h := sha256.Sum256([]byte{byte(i), byte(i >> 8), 1})
-		f.add(h)
-		in = append(in, h)
-	}
-	for _, h := range in {
-		if !f.mayContain(h) {
-			t.Fatalf("mayContain(added) = false, want true")
-		}
-	}
-	fp := 0
-	for i := range 100000 {
-		if f.mayContain(sha256.Sum256([]byte{byte(i), byte(i >> 8), byte(i >> 16), 2})) {
-			fp++
-		}
-	}
-	if fp > 2000 {
-		t.Errorf("false positives = %d of 100000, want under 2%%", fp)
-	}
 }

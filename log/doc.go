@@ -4,20 +4,24 @@
 // C2SP tlog-proof@v1 (https://c2sp.org/tlog-proof) carrying the checkpoint
 // verbatim, with its witness cosignatures when a C2SP tlog-policy is
 // configured. It also serves the C2SP tlog-tiles read API
-// (https://c2sp.org/tlog-tiles) from Tessera's POSIX storage, and /health.
+// (https://c2sp.org/tlog-tiles) and /health.
+//
+// Storage. The log runs over any Tessera driver (Config.Driver) and reads
+// the log back only through tessera.LogReader: checkpoints, hash tiles and
+// entry bundles. Package posix opens Tessera's POSIX driver with a SQLite
+// dedup index and a directory lock; another backend supplies its own
+// driver and Index.
 //
 // Strict dedup. Tessera's antispam is best effort, so the log keeps its own
-// index from RFC 6962 leaf hash to index in SQLite. The index is derived
-// from the log: a follower reads entry bundles in order and commits the
-// hashes together with the number of entries covered, so an index that
-// falls behind (a crash, a deleted file) is rebuilt from the log before the
-// server accepts writes. Entries sequenced by this process but not yet
-// followed are held in memory, and concurrent identical submissions share
-// one append.
+// index from RFC 6962 leaf hash to index (see Index for its contract). The
+// index is derived from the log: a follower reads entry bundles in order
+// and commits the hashes together with the number of entries covered, so
+// an index that falls behind (a crash, a deleted file) is rebuilt from the
+// log before the server accepts writes. Entries sequenced by this process
+// but not yet followed are held in memory, and concurrent identical
+// submissions share one append.
 //
-// Latency. Tessera's POSIX driver integrates a batch inline and then
-// publishes at most once per checkpoint interval; the log polls the
-// published checkpoint (cheaply, a small file) while requests wait, and
-// builds inclusion proofs from local tiles with one cached proof builder per
-// checkpoint.
+// Latency. The log hands Tessera one batch at a time and polls the
+// published checkpoint (cheaply) while requests wait, and builds inclusion
+// proofs from hash tiles with one cached proof builder per checkpoint.
 package log

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/log"
+	"github.com/docketlog/docket/log/posix"
 )
 
 // Example runs a log over a storage directory and serves its API.
@@ -15,17 +17,23 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "docket-log-example")
 	defer os.RemoveAll(dir)
 	keyFile := filepath.Join(dir, "log.key")
-	if _, err := log.GenerateKeyFile(keyFile, "log.example.com/docket"); err != nil {
+	if _, err := c2sp.GenerateKeyFile(keyFile, "log.example.com/docket"); err != nil {
 		panic(err)
 	}
-	signer, vkey, err := log.LoadSigner(keyFile)
+	signer, vkey, err := c2sp.LoadSigner(keyFile)
 	if err != nil {
 		panic(err)
 	}
+	st, err := posix.Open(context.Background(), filepath.Join(dir, "storage"), nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
 	l, err := log.New(context.Background(), log.Config{
-		StorageDir: filepath.Join(dir, "storage"),
-		Signer:     signer,
-		VKey:       vkey,
+		Driver: st.Driver,
+		Index:  st.Index,
+		Signer: signer,
+		VKey:   vkey,
 	})
 	if err != nil {
 		panic(err)

@@ -21,13 +21,13 @@ func (l *Log) catchUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading tree size: %w", err)
 	}
-	n, err := l.idx.covered(ctx)
+	n, err := l.idx.Covered(ctx)
 	if err != nil {
 		return err
 	}
 	if n > size {
 		l.logger.Warn("dedup index is ahead of the log; truncating it", "covered", n, "size", size)
-		if err := l.idx.truncate(ctx, size); err != nil {
+		if err := l.idx.Truncate(ctx, size); err != nil {
 			return fmt.Errorf("truncating dedup index: %w", err)
 		}
 		n = size
@@ -40,11 +40,6 @@ func (l *Log) catchUp(ctx context.Context) error {
 		}
 		l.logger.Info("dedup index rebuilt from the log", "from", n, "to", l.coveredN.Load(), "took", time.Since(start))
 	}
-	f, err := l.idx.buildFilter(ctx)
-	if err != nil {
-		return err
-	}
-	l.filter.Store(f)
 	return nil
 }
 
@@ -81,6 +76,15 @@ func (l *Log) follow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// An index shared with other writers may have moved on without us.
+	n, err := l.idx.Covered(ctx)
+	if err != nil {
+		return err
+	}
+	if n > l.coveredN.Load() {
+		l.coveredN.Store(n)
+		l.prune(n)
+	}
 	for from := l.coveredN.Load(); from < size; from = l.coveredN.Load() {
 		end := min(size, (from/layout.EntryBundleWidth+maxFollowBundles)*layout.EntryBundleWidth)
 		hashes := make([]leafHash, 0, end-from)
@@ -114,31 +118,18 @@ func (l *Log) follow(ctx context.Context) error {
 // appends it now covers. Only the follower calls it.
 func (l *Log) index(ctx context.Context, from uint64, hashes []leafHash) error {
 	end := from + uint64(len(hashes))
-	dups, err := l.idx.add(ctx, from, hashes)
+	dups, err := l.idx.Add(ctx, from, hashes)
 	if err != nil {
 		return fmt.Errorf("indexing [%d, %d): %w", from, end, err)
 	}
 	for _, d := range dups {
 		l.logger.Error("duplicate leaf in the log", "index", d)
 	}
-	// The filter learns the hashes before prune forgets them in memory,
-	// so a lookup always finds an entry in one of the two.
-	f := l.filter.Load()
-	if f != nil {
-		for _, h := range hashes {
-			f.add(h)
-		}
-	}
+	// The index finds the hashes once Add has returned, and only then does
+	// prune forget them in memory, so a lookup always finds an entry in one
+	// of the two.
 	l.coveredN.Store(end)
 	l.prune(end)
-	if f != nil && f.full() {
-		nf, err := l.idx.buildFilter(ctx)
-		if err != nil {
-			return err
-		}
-		l.filter.Store(nf)
-		l.logger.Info("dedup filter grown", "entries", end, "capacity", nf.capacity)
-	}
 	return nil
 }
 

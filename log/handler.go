@@ -3,13 +3,12 @@ package log
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -26,14 +25,26 @@ import (
 //	GET  /tile/entries/<N>[.p/<W>]  entry bundles (immutable, gzip if accepted)
 //	GET  /health                    200 while the checkpoint is fresh, else 503
 //
-// Errors are JSON {"error": "<code>", "message": "…"} with the status of
-// statusOf; 503 answers carry Retry-After.
+// Errors, including unknown paths (404) and wrong methods (405), are JSON
+// {"error": "<code>", "message": "…"} with the status of statusOf; 503
+// answers carry Retry-After. A POST /add whose body cannot be read in full
+// (cut short, or too slow for the server's ReadTimeout) is answered 400
+// incomplete_body, or its connection is closed: never 200 without a proof.
 func (l *Log) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /add", l.handleAdd)
 	mux.HandleFunc("GET /checkpoint", l.handleCheckpoint)
 	mux.HandleFunc("GET /tile/{path...}", l.handleTile)
 	mux.HandleFunc("GET /health", l.handleHealth)
+	for path, allow := range map[string]string{"/add": "POST", "/checkpoint": "GET, HEAD", "/tile/": "GET, HEAD", "/health": "GET, HEAD"} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, codeMethod, r.Method+" is not allowed here; use "+allow, 0)
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, codeNotFound, "no such resource", 0)
+	})
 	return mux
 }
 
@@ -49,6 +60,8 @@ const (
 	codeClosing      = "shutting_down"
 	codeInternal     = "internal_error"
 	codeNotFound     = "not_found"
+	codeMethod       = "method_not_allowed"
+	codeIncomplete   = "incomplete_body"
 	codeStale        = "stale_checkpoint"
 )
 
@@ -59,6 +72,8 @@ func statusOf(err error) (status int, code string, retryAfter int) {
 	switch {
 	case errors.Is(err, receipts.ErrEntryTooLarge), errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, codeTooLarge, 0
+	case errors.Is(err, errIncompleteBody):
+		return http.StatusBadRequest, codeIncomplete, 0
 	case errors.Is(err, receipts.ErrMalformedEntry):
 		return http.StatusBadRequest, codeMalformed, 0
 	case errors.Is(err, receipts.ErrEntrySignature):
@@ -100,15 +115,30 @@ func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.ContentLength > receipts.MaxEntrySize {
+		// Refused before any of the body is read; the server then closes
+		// the connection rather than read the rest.
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge,
+			fmt.Sprintf("Content-Length %d is over the limit of %d bytes", r.ContentLength, receipts.MaxEntrySize), 0)
+		l.logger.Info("add", "status", http.StatusRequestEntityTooLarge, "length", r.ContentLength)
+		return
+	}
 	body, err := readBody(w, r)
 	var res *Result
 	if err == nil {
 		res, err = l.Add(r.Context(), body)
+	} else if !errors.As(err, new(*http.MaxBytesError)) {
+		err = fmt.Errorf("%w: %w", errIncompleteBody, err)
+		w.Header().Set("Connection", "close")
 	}
 	if err != nil {
-		if r.Context().Err() != nil {
+		if r.Context().Err() != nil && !errors.Is(err, errIncompleteBody) {
+			// The client went away while its entry was being appended:
+			// close the connection rather than let the server answer 200
+			// with no proof.
 			l.logger.Info("add: client went away", "err", err, "took", time.Since(start))
-			return
+			panic(http.ErrAbortHandler)
 		}
 		status, code, retry := statusOf(err)
 		msg := err.Error()
@@ -130,6 +160,10 @@ func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
 	l.logger.Debug("add", "status", http.StatusOK, "index", res.Index, "dup", res.Dup, "size", res.Size, "took", time.Since(start))
 }
 
+// errIncompleteBody is readBody's error when the body was cut short or
+// its read timed out.
+var errIncompleteBody = errors.New("incomplete request body")
+
 // readBody reads a request body of at most receipts.MaxEntrySize bytes, in
 // one allocation when the client sent its Content-Length.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
@@ -140,12 +174,14 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 }
 
 func (l *Log) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
-	l.serveFile(w, r, layout.CheckpointPath, "text/plain; charset=utf-8", "no-cache", false)
+	data, err := l.reader.ReadCheckpoint(r.Context())
+	l.serve(w, r, "checkpoint", data, err, "text/plain; charset=utf-8", "no-cache", false)
 }
 
 func (l *Log) handleTile(w http.ResponseWriter, r *http.Request) {
 	rest := r.PathValue("path")
 	var p string
+	var read func(context.Context) ([]byte, error)
 	var entries bool
 	if idx, ok := strings.CutPrefix(rest, "entries/"); ok {
 		i, w8, err := layout.ParseTileIndexPartial(idx)
@@ -154,6 +190,7 @@ func (l *Log) handleTile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p, entries = layout.EntriesPath(i, w8), true
+		read = func(ctx context.Context) ([]byte, error) { return l.reader.ReadEntryBundle(ctx, i, w8) }
 	} else {
 		level, idx, _ := strings.Cut(rest, "/")
 		lv, i, w8, err := layout.ParseTileLevelIndexPartial(level, idx)
@@ -162,18 +199,19 @@ func (l *Log) handleTile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p = layout.TilePath(lv, i, w8)
+		read = func(ctx context.Context) ([]byte, error) { return l.reader.ReadTile(ctx, lv, i, w8) }
 	}
-	// Serve only canonical paths: the path is rebuilt from parsed numbers,
-	// so nothing outside the tile tree can be named.
+	// Serve only canonical paths: each resource has one URL.
 	if p != "tile/"+rest {
 		writeError(w, http.StatusNotFound, codeNotFound, "not a canonical tile path", 0)
 		return
 	}
-	l.serveFile(w, r, p, "application/octet-stream", "public, max-age=31536000, immutable", entries)
+	data, err := read(r.Context())
+	l.serve(w, r, p, data, err, "application/octet-stream", "public, max-age=31536000, immutable", entries)
 }
 
-func (l *Log) serveFile(w http.ResponseWriter, r *http.Request, p, ctype, cache string, compress bool) {
-	data, err := os.ReadFile(filepath.Join(l.cfg.StorageDir, filepath.FromSlash(p)))
+// serve answers with a resource read through the Tessera LogReader.
+func (l *Log) serve(w http.ResponseWriter, r *http.Request, p string, data []byte, err error, ctype, cache string, compress bool) {
 	if errors.Is(err, fs.ErrNotExist) {
 		writeError(w, http.StatusNotFound, codeNotFound, "not found", 0)
 		return
@@ -203,29 +241,41 @@ func (l *Log) serveFile(w http.ResponseWriter, r *http.Request, p, ctype, cache 
 
 // Health describes the log's state as GET /health reports it.
 type Health struct {
-	Status          string `json:"status"`
-	Origin          string `json:"origin"`
-	Size            uint64 `json:"size"`
+	Status string `json:"status"`
+	Origin string `json:"origin"`
+	Size   uint64 `json:"size"`
+	// CheckpointAgeMs is how long ago the log first read the published
+	// checkpoint it holds.
 	CheckpointAgeMs int64  `json:"checkpoint_age_ms"`
 	Indexed         uint64 `json:"indexed"`
 	InFlight        int    `json:"in_flight"`
 }
 
-// Health returns the log's state and an error if the published
-// checkpoint is older than MaxCheckpointAge or missing.
+// Health returns the log's state and an error if the published checkpoint
+// is stale: none was read, the storage's checkpoint could not be read and
+// verified for MaxCheckpointAge, or publication stopped for as long: a
+// witnessed log's checkpoint (re-cosigned every RepublishInterval) did not
+// change, or an unwitnessed log's does not cover entries it sequenced.
+// It is computed from the checkpoint the log holds, not from storage.
 func (l *Log) Health() (Health, error) {
-	h := Health{Status: "ok", Origin: l.origin, Size: l.pub.current().size,
+	c, checked := l.pub.state()
+	h := Health{Status: "ok", Origin: l.origin, Size: c.size,
 		Indexed: l.coveredN.Load(), InFlight: len(l.inflight)}
-	fi, err := os.Stat(filepath.Join(l.cfg.StorageDir, layout.CheckpointPath))
-	if err != nil {
+	stale := func(format string, args ...any) (Health, error) {
 		h.Status = "stale"
-		return h, fmt.Errorf("no published checkpoint: %w", err)
+		return h, fmt.Errorf(format, args...)
 	}
-	age := time.Since(fi.ModTime())
+	if c.raw == nil {
+		return stale("no published checkpoint")
+	}
+	max := l.cfg.MaxCheckpointAge
+	age := time.Since(c.at)
 	h.CheckpointAgeMs = age.Milliseconds()
-	if age > l.cfg.MaxCheckpointAge {
-		h.Status = "stale"
-		return h, fmt.Errorf("published checkpoint is %v old, limit %v", age.Round(time.Millisecond), l.cfg.MaxCheckpointAge)
+	if d := time.Since(checked); d > max {
+		return stale("the published checkpoint was last read %v ago, limit %v", d.Round(time.Millisecond), max)
+	}
+	if age > max && (l.witnessed || l.sequenced.Load() > c.size) {
+		return stale("published checkpoint is %v old, limit %v", age.Round(time.Millisecond), max)
 	}
 	return h, nil
 }

@@ -7,20 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/c2sp/witnessgroup"
 	"github.com/docketlog/docket/receipts"
 	"github.com/transparency-dev/formats/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/tessera"
-	"github.com/transparency-dev/tessera/storage/posix"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -42,9 +38,12 @@ var (
 // Config configures a Log. Zero durations and sizes take the defaults
 // noted on each field.
 type Config struct {
-	// StorageDir is the Tessera POSIX storage directory. The log also keeps
-	// its dedup index and lock file under StorageDir/.docket-log.
-	StorageDir string
+	// Driver is the Tessera storage the log appends to and reads from
+	// (tiles, entry bundles, checkpoint), for example the POSIX driver that
+	// posix.Open returns with its index. No other appender may use it.
+	Driver tessera.Driver
+	// Index is the strict dedup index over the log in Driver.
+	Index Index
 	// Signer signs checkpoints; its name is the log's origin.
 	Signer note.Signer
 	// VKey is the verifier key of Signer.
@@ -52,7 +51,8 @@ type Config struct {
 	// WitnessPolicy, if set, is a C2SP tlog-policy file: a checkpoint is
 	// published only once the witness quorum has cosigned it.
 	WitnessPolicy []byte
-	// WitnessTimeout bounds one witnessing round (default 2s).
+	// WitnessTimeout bounds one witnessing round (default 2s). The
+	// driver's HTTP client reaches the witnesses (see posix.Open).
 	WitnessTimeout time.Duration
 	// Issuers, if set, is the allowlist of receipt signing keys.
 	Issuers *receipts.KeySet
@@ -86,15 +86,13 @@ type Config struct {
 	// requests wait for it (default 5ms).
 	PollInterval time.Duration
 
-	// HTTPClient is used to reach witnesses (default: a client with WitnessTimeout).
-	HTTPClient *http.Client
 	// Logger receives one line per notable event; nil discards.
 	Logger *slog.Logger
 }
 
 func (c *Config) setDefaults() error {
-	if c.StorageDir == "" {
-		return errors.New("config: StorageDir is required")
+	if c.Driver == nil || c.Index == nil {
+		return errors.New("config: Driver and Index are required")
 	}
 	if c.Signer == nil || c.VKey == "" {
 		return errors.New("config: Signer and VKey are required")
@@ -120,32 +118,30 @@ func (c *Config) setDefaults() error {
 	if c.RepublishInterval < c.CheckpointInterval {
 		return errors.New("config: RepublishInterval is shorter than CheckpointInterval")
 	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: c.WitnessTimeout}
-	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
 }
 
-// A Log is a running Docket log over Tessera POSIX storage. Its methods are
-// safe for concurrent use. Only one Log (in any process) may use a storage
-// directory at a time.
+// A Log is a running Docket log over a Tessera driver. Its methods are
+// safe for concurrent use.
 type Log struct {
 	cfg      Config
 	logger   *slog.Logger
 	origin   string
 	verifier note.Verifier
 	tokens   [][32]byte // SHA-256 of each writer token
+	// witnessed: checkpoints need the witness quorum of the policy (not
+	// "quorum none").
+	witnessed bool
 
 	appender *tessera.Appender
 	reader   tessera.LogReader
 	stopApp  func(context.Context) error
 	cancel   context.CancelFunc
 	bg       sync.WaitGroup
-	idx      *index
-	lock     *os.File
+	idx      Index
 
 	inflight chan struct{}
 	closing  atomic.Bool
@@ -161,9 +157,9 @@ type Log struct {
 	seqCh      chan *seqReq
 	seqStopped chan struct{}
 	// fed carries each sequenced batch's leaf hashes to the follower.
-	fed      chan indexedRange
-	coveredN atomic.Uint64 // entries the dedup index covers
-	filter   atomic.Pointer[filter]
+	fed       chan indexedRange
+	coveredN  atomic.Uint64 // entries the dedup index covers
+	sequenced atomic.Uint64 // one past the highest index this process sequenced
 
 	pub publisher
 }
@@ -176,7 +172,7 @@ type pending struct {
 	err  error
 }
 
-// New opens (or creates) the log in cfg.StorageDir, brings the dedup index
+// New opens (or creates) the log in cfg.Driver, brings the dedup index
 // up to date with the log, and starts sequencing, publication and the
 // index follower. ctx bounds startup only; background work runs until Close.
 func New(ctx context.Context, cfg Config) (*Log, error) {
@@ -200,16 +196,10 @@ func New(ctx context.Context, cfg Config) (*Log, error) {
 		fed:        make(chan indexedRange, 16),
 		seqCh:      make(chan *seqReq, cfg.MaxInFlight),
 		seqStopped: make(chan struct{}),
+		idx:        cfg.Index,
 	}
 	for _, t := range cfg.Tokens {
 		l.tokens = append(l.tokens, sha256.Sum256([]byte(t)))
-	}
-	stateDir := filepath.Join(cfg.StorageDir, ".docket-log")
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return nil, err
-	}
-	if l.lock, err = lockDir(filepath.Join(stateDir, "lock")); err != nil {
-		return nil, err
 	}
 	ok := false
 	defer func() {
@@ -220,30 +210,32 @@ func New(ctx context.Context, cfg Config) (*Log, error) {
 
 	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l.cancel = cancel
-	driver, err := posix.New(bgCtx, posix.Config{Path: cfg.StorageDir, HTTPClient: cfg.HTTPClient})
-	if err != nil {
-		return nil, fmt.Errorf("tessera storage: %w", err)
-	}
 	opts := tessera.NewAppendOptions().
 		WithCheckpointSigner(cfg.Signer).
 		WithCheckpointInterval(cfg.CheckpointInterval).
 		WithCheckpointRepublishInterval(cfg.RepublishInterval).
 		WithBatching(cfg.BatchMaxSize, cfg.BatchMaxAge)
 	if len(cfg.WitnessPolicy) > 0 {
-		if err := policyListsLog(cfg.WitnessPolicy, cfg.VKey); err != nil {
-			return nil, err
-		}
-		wg, err := tessera.NewWitnessGroupFromPolicy(cfg.WitnessPolicy)
+		// The one strict tlog-policy parser, as every verifier uses.
+		p, err := c2sp.ParsePolicy(cfg.WitnessPolicy)
 		if err != nil {
 			return nil, fmt.Errorf("witness policy: %w", err)
 		}
-		opts.WithWitnesses(wg, &tessera.WitnessOptions{Timeout: cfg.WitnessTimeout})
+		if !p.HasLog(cfg.VKey) {
+			// Verifiers given the same file would refuse every proof.
+			return nil, fmt.Errorf("witness policy lists %d logs but not this log's key %s", len(p.Logs), cfg.VKey)
+		}
+		wg, err := witnessgroup.FromPolicy(p)
+		if err != nil {
+			return nil, fmt.Errorf("witness policy: %w", err)
+		}
+		if wg != nil {
+			l.witnessed = true
+			opts.WithWitnesses(*wg, &tessera.WitnessOptions{Timeout: cfg.WitnessTimeout})
+		}
 	}
-	if l.appender, l.stopApp, l.reader, err = tessera.NewAppender(bgCtx, driver, opts); err != nil {
+	if l.appender, l.stopApp, l.reader, err = tessera.NewAppender(bgCtx, cfg.Driver, opts); err != nil {
 		return nil, fmt.Errorf("tessera appender: %w", err)
-	}
-	if l.idx, err = openIndex(filepath.Join(stateDir, "dedup.sqlite")); err != nil {
-		return nil, err
 	}
 	if err := l.catchUp(ctx); err != nil {
 		return nil, err
@@ -255,15 +247,16 @@ func New(ctx context.Context, cfg Config) (*Log, error) {
 	go func() { defer l.bg.Done(); l.pub.watch(bgCtx) }()
 	ok = true
 	l.logger.Info("log started", "origin", l.origin, "vkey", cfg.VKey, "size", l.coveredN.Load(),
-		"witnessed", len(cfg.WitnessPolicy) > 0)
+		"witnessed", l.witnessed)
 	return l, nil
 }
 
 // Origin returns the log's origin line.
 func (l *Log) Origin() string { return l.origin }
 
-// Close stops accepting entries, waits (bounded by ctx) until everything
-// sequenced is published and indexed, and releases the storage directory.
+// Close stops accepting entries and waits (bounded by ctx) until everything
+// sequenced is published and indexed. The driver and the index are the
+// caller's to close afterwards.
 func (l *Log) Close(ctx context.Context) error {
 	l.closing.Store(true)
 	err := l.stopApp(ctx)
@@ -279,45 +272,6 @@ func (l *Log) release() {
 		l.cancel()
 	}
 	l.bg.Wait()
-	if l.idx != nil {
-		l.idx.close()
-	}
-	if l.lock != nil {
-		l.lock.Close()
-	}
-}
-
-// policyListsLog checks that a tlog-policy that names logs names this one:
-// verifiers given the same file would refuse every proof otherwise.
-func policyListsLog(policy []byte, vkey string) error {
-	var logs int
-	for line := range strings.Lines(string(policy)) {
-		body, _, _ := strings.Cut(line, "#")
-		f := strings.Fields(body)
-		if len(f) >= 2 && f[0] == "log" {
-			if f[1] == vkey {
-				return nil
-			}
-			logs++
-		}
-	}
-	if logs > 0 {
-		return fmt.Errorf("witness policy lists %d logs but not this log's key %s", logs, vkey)
-	}
-	return nil
-}
-
-// lockDir takes an exclusive, non-blocking lock on path.
-func lockDir(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("storage directory is in use by another docket-log (%s): %w", path, err)
-	}
-	return f, nil
 }
 
 // Authorized reports whether a write may proceed with this bearer token.
@@ -436,14 +390,12 @@ func (l *Log) sequence(ctx context.Context, leaf []byte) (uint64, bool, error) {
 		epoch := l.epoch
 		l.recentMu.Unlock()
 
-		if f := l.filter.Load(); f == nil || f.mayContain(h) {
-			i, ok, err := l.idx.lookup(ctx, h)
-			if err != nil {
-				return 0, false, err
-			}
-			if ok {
-				return i, true, nil
-			}
+		i, ok, err := l.idx.Lookup(ctx, h)
+		if err != nil {
+			return 0, false, err
+		}
+		if ok {
+			return i, true, nil
 		}
 
 		l.recentMu.Lock()
@@ -534,6 +486,9 @@ func (l *Log) sequencer(ctx context.Context) {
 		for i, r := range batch {
 			res, err := futures[i]()
 			r.idx, r.err = res.Index, err
+			if err == nil && res.Index >= l.sequenced.Load() {
+				l.sequenced.Store(res.Index + 1)
+			}
 			close(r.done)
 		}
 		l.feed(batch)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/log/posix"
 	"github.com/docketlog/docket/receipts"
 	f_log "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/formats/proof"
@@ -38,33 +40,30 @@ func testEntry(t testing.TB, key ed25519.PrivateKey, session string, seq int64) 
 	return leaf
 }
 
-func newTestLogB(b *testing.B) (*Log, note.Verifier) {
-	dir := b.TempDir()
-	kf := filepath.Join(dir, "log.key")
-	vkey, err := GenerateKeyFile(kf, "example.com/bench-log")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, _, err := LoadSigner(kf)
-	if err != nil {
-		b.Fatal(err)
-	}
-	v, _ := note.NewVerifier(vkey)
-	l, err := New(b.Context(), Config{StorageDir: filepath.Join(dir, "storage"), Signer: s, VKey: vkey, MaxInFlight: 1 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return l, v
+// testLog is a Log over POSIX storage in a test directory; Close closes
+// both, so that a test can open the directory again.
+type testLog struct {
+	*Log
+	st *posix.Storage
 }
 
-func newTestLog(t *testing.T, dir string, mod func(*Config)) (*Log, note.Verifier) {
+func (l *testLog) Close(ctx context.Context) error {
+	err := l.Log.Close(ctx)
+	return errors.Join(err, l.st.Close())
+}
+
+func newTestLogB(b *testing.B) (*testLog, note.Verifier) {
+	return newTestLog(b, b.TempDir(), func(c *Config) { c.MaxInFlight = 1 << 20 })
+}
+
+func newTestLog(t testing.TB, dir string, mod func(*Config)) (*testLog, note.Verifier) {
 	t.Helper()
 	kf := filepath.Join(dir, "log.key")
-	vkey, err := GenerateKeyFile(kf, "example.com/test-log")
+	vkey, err := c2sp.GenerateKeyFile(kf, "example.com/test-log")
 	if err != nil && !strings.Contains(err.Error(), "exists") {
 		t.Fatal(err)
 	}
-	s, vkey, err := LoadSigner(kf)
+	s, vkey, err := c2sp.LoadSigner(kf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,15 +71,20 @@ func newTestLog(t *testing.T, dir string, mod func(*Config)) (*Log, note.Verifie
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{StorageDir: filepath.Join(dir, "storage"), Signer: s, VKey: vkey}
+	st, err := posix.Open(t.Context(), filepath.Join(dir, "storage"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Driver: st.Driver, Index: st.Index, Signer: s, VKey: vkey}
 	if mod != nil {
 		mod(&cfg)
 	}
 	l, err := New(t.Context(), cfg)
 	if err != nil {
+		st.Close()
 		t.Fatal(err)
 	}
-	return l, v
+	return &testLog{l, st}, v
 }
 
 // checkProof verifies a tlog-proof for leaf against the log key.
@@ -257,6 +261,9 @@ func TestStatus(t *testing.T) {
 		{"duplicate member", "sekrit", []byte(`{"public_key":"a","public_key":"b"}`), 400, codeMalformed},
 		{"too large", "sekrit", bytes.Repeat([]byte(" "), receipts.MaxEntrySize+1), 413, codeTooLarge},
 		{"bad signature", "sekrit", bad, 422, codeSignature},
+		{"member in signature", "sekrit", bytes.Replace(good, []byte(`"signature":{`), []byte(`"signature":{"x":1,`), 1), 400, codeMalformed},
+		{"jwk in signature", "sekrit", bytes.Replace(good, []byte(`"signature":{`),
+			fmt.Appendf(nil, `"signature":{"jwk":{"kty":"OKP","crv":"Ed25519","x":"%x"},`, other.Public()), 1), 400, codeMalformed},
 		{"issuer not allowed", "sekrit", testEntry(t, other, "s", 1), 403, codeForbidden},
 	}
 	for _, tt := range tests {
@@ -304,20 +311,50 @@ func TestHealthStale(t *testing.T) {
 	}
 }
 
-func TestPolicyListsLog(t *testing.T) {
-	const vkey = "example.com/log+01234567+AQ"
+// TestNewWitnessPolicy: docket-log reads its witness policy with the one
+// strict tlog-policy parser every verifier uses.
+func TestNewWitnessPolicy(t *testing.T) {
+	_, other, err := c2sp.GenerateKey("other.example/log")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, policy string
 		ok           bool
 	}{
-		{"no log lines", "witness w1 k u\nquorum w1\n", true},
-		{"lists this log", "log other+1+A\nlog " + vkey + " https://log/\nquorum none\n", true},
-		{"lists others only", "log other+1+A # " + vkey + "\nquorum none\n", false},
+		{"quorum none", "quorum none\n", true},
+		{"lists this log", "log VKEY https://log/\nquorum none\n", true},
+		{"lists others only", "log OTHER\nquorum none\n", false},
+		{"no quorum line", "log VKEY\n", false},
+		{"CRLF", "quorum none\r\n", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := policyListsLog([]byte(tt.policy), vkey); (err == nil) != tt.ok {
-				t.Errorf("policyListsLog(%q) = %v, want ok %v", tt.policy, err, tt.ok)
+			dir := t.TempDir()
+			kf := filepath.Join(dir, "log.key")
+			vkey, err := c2sp.GenerateKeyFile(kf, "example.com/test-log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _, err := c2sp.LoadSigner(kf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := posix.Open(t.Context(), filepath.Join(dir, "storage"), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			l, err := New(t.Context(), Config{Driver: st.Driver, Index: st.Index, Signer: s, VKey: vkey,
+				WitnessPolicy: []byte(strings.NewReplacer("VKEY", vkey, "OTHER", other).Replace(tt.policy))})
+			if (err == nil) != tt.ok {
+				t.Fatalf("New with policy %q: %v, want ok %v", tt.policy, err, tt.ok)
+			}
+			if tt.name == "lists others only" && !strings.Contains(err.Error(), "not this log's key") {
+				t.Fatalf("New with policy %q: %v, want the policy refused for not listing the log", tt.policy, err)
+			}
+			if l != nil {
+				l.Close(t.Context())
 			}
 		})
 	}

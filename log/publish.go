@@ -26,9 +26,11 @@ type publisher struct {
 	// wake ends an idle wait of watch when a request starts waiting.
 	wake chan struct{}
 
-	// latestMu guards latest, tick and tickAt.
+	// latestMu guards latest, checked, tick and tickAt.
 	latestMu sync.Mutex
 	latest   *published
+	// checked is when the published checkpoint was last read and verified.
+	checked time.Time
 	// tick is closed and replaced at most every tickEvery while requests
 	// wait, so that waiters check their deadlines without a timer each.
 	tick   chan struct{}
@@ -105,6 +107,7 @@ func (p *publisher) check(ctx context.Context) {
 	p.latestMu.Lock()
 	defer p.latestMu.Unlock()
 	if bytes.Equal(raw, p.latest.raw) {
+		p.checked = time.Now()
 		return
 	}
 	cp, _, _, err := f_log.ParseCheckpoint(raw, p.l.origin, p.l.verifier)
@@ -117,7 +120,8 @@ func (p *publisher) check(ctx context.Context) {
 		return
 	}
 	old := p.latest
-	p.latest = &published{size: cp.Size, raw: raw, at: time.Now(), next: make(chan struct{})}
+	p.checked = time.Now()
+	p.latest = &published{size: cp.Size, raw: raw, at: p.checked, next: make(chan struct{})}
 	close(old.next)
 	p.l.logger.Debug("checkpoint published", "size", cp.Size, "grew", cp.Size-old.size, "after", p.latest.at.Sub(old.at))
 }
@@ -126,6 +130,13 @@ func (p *publisher) current() *published {
 	p.latestMu.Lock()
 	defer p.latestMu.Unlock()
 	return p.latest
+}
+
+// state returns the latest checkpoint and when it was last read.
+func (p *publisher) state() (*published, time.Time) {
+	p.latestMu.Lock()
+	defer p.latestMu.Unlock()
+	return p.latest, p.checked
 }
 
 // await returns the first published checkpoint that covers index i, or

@@ -54,15 +54,6 @@ func BenchmarkLoadDefault(b *testing.B) {
 	}
 }
 
-func BenchmarkAnalyzeShell(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := AnalyzeShell("git status && go test ./... 2>&1 | tail -20 > test.log", "/h", "/p"); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 var _ = json.Marshal
 
 // BenchmarkLoadDefaultValidated loads the default policy whose digest was

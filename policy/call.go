@@ -10,6 +10,7 @@ import (
 
 	cedar "github.com/cedar-policy/cedar-go"
 	"github.com/cedar-policy/cedar-go/types"
+	"github.com/docketlog/docket/policy/internal/shell"
 )
 
 // Call is one agent tool call, normalized by the hook layer: ToolName is a
@@ -261,38 +262,11 @@ func (x *callEnv) build(c Call) ([]built, error) {
 			"command":     str(in.Command),
 			"description": str(in.Description),
 		}))
-		sh, err := AnalyzeShell(in.Command, x.home, x.cwd)
+		sh, err := shell.Analyze(in.Command, x.home, x.cwd, x.project)
 		if err != nil {
 			return nil, err
 		}
-		// After cd, a relative path may be relative to any directory the
-		// line changes into; check it against each of them.
-		bases := []string{""}
-		for _, d := range sh.Dirs {
-			abs, err := x.absPath(d)
-			if err != nil {
-				return nil, badInput("Bash: cd %s: %v", d, err)
-			}
-			bases = appendUniq(bases, abs)
-		}
-		if sh.UnknownDir {
-			bases = appendUniq(bases, "/")
-		}
-		shellFile := func(action, p string) error {
-			if filepath.IsAbs(p) || p == "~" || strings.HasPrefix(p, "~/") {
-				return fileReq(action, p, true)
-			}
-			for _, b := range bases {
-				q := p
-				if b != "" {
-					q = filepath.Join(b, p)
-				}
-				if err := fileReq(action, q, true); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
+		shellFile := func(action, p string) error { return fileReq(action, p, true) }
 		for _, cmd := range sh.Commands {
 			add("ExecCommand", x.programEntity(cmd), with(execContext(cmd)))
 			for _, p := range cmd.Writes {
@@ -422,7 +396,7 @@ func globPrefix(pattern string) string {
 	return pattern[:j]
 }
 
-func (x *callEnv) programEntity(cmd Command) types.EntityUID {
+func (x *callEnv) programEntity(cmd shell.Command) types.EntityUID {
 	uid := types.NewEntityUID(programType, str(cmd.Name))
 	x.ents[uid] = types.Entity{
 		UID:        uid,
@@ -440,7 +414,7 @@ func strSet(xs []string) types.Set {
 }
 
 // execContext is the ExecCommand context of one simple command.
-func execContext(cmd Command) types.RecordMap {
+func execContext(cmd shell.Command) types.RecordMap {
 	var flags []string
 	sub := ""
 	opts := true
@@ -479,6 +453,7 @@ func execContext(cmd Command) types.RecordMap {
 		"has_inline_code": types.Boolean(cmd.Inline),
 		"stdin_code":      types.Boolean(cmd.StdinCode),
 		"dynamic_args":    types.Boolean(cmd.Dynamic),
+		"dynamic_paths":   types.Boolean(cmd.DynamicPaths),
 		"pipeline":        strSet(cmd.Pipeline),
 		"wrappers":        strSet(cmd.Wrappers),
 		"env":             strSet(cmd.Env),

@@ -11,6 +11,7 @@ import (
 
 	cedar "github.com/cedar-policy/cedar-go"
 	"github.com/cedar-policy/cedar-go/types"
+	"github.com/docketlog/docket/policy/internal/shell"
 )
 
 // Decision values.
@@ -120,7 +121,7 @@ func (e *Engine) Decide(ctx context.Context, c Call) (d Decision) {
 			return e.evaluate(ctx, x, reqs)
 		}
 	}
-	var se *ShellError
+	var se *shell.Error
 	var ie *inputError
 	var ue *urlError
 	switch {
@@ -252,4 +253,14 @@ func (e *Engine) explain(id string, r Request) string {
 		}
 	}
 	return msg
+}
+
+// appendUniq appends the xs not yet in dst.
+func appendUniq(dst []string, xs ...string) []string {
+	for _, x := range xs {
+		if !slices.Contains(dst, x) {
+			dst = append(dst, x)
+		}
+	}
+	return dst
 }

@@ -26,7 +26,7 @@ func ExampleEngine_Decide() {
 		fmt.Println(cmd, "=>", d.Decision, d.Reason, d.PolicyIDs)
 	}
 	// Output:
-	// go test ./... => allow cedar_allow [bash-tool commands-allowlist files-read]
+	// go test ./... => allow cedar_allow [bash-tool commands-run files-read]
 	// git push origin main => require_approval cedar_ask [commands-git-push-ask]
 	// ls; rm -rf / => deny cedar_deny [files-write-outside-project]
 	// $X -rf / => deny dynamic_command []

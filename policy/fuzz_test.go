@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/docketlog/docket/policy/internal/shell"
 )
 
 // Fuzz targets: seeds live in testdata/fuzz and run in plain `go test`.
@@ -37,7 +39,7 @@ func FuzzDecideBash(f *testing.F) {
 		}
 		cmd = in.Command
 		// The analysis must not panic (Decide would hide it behind recover).
-		sh, shErr := AnalyzeShell(cmd, fuzzHome, fuzzProj)
+		sh, shErr := shell.Analyze(cmd, fuzzHome, fuzzProj, fuzzProj)
 		x, err := newCallEnv(e, c)
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +84,7 @@ func FuzzParseURL(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		p, err := ParseURL(raw)
+		p, err := parseURL(raw)
 		c := Call{ToolName: "WebFetch", Cwd: fuzzProj, Home: fuzzHome}
 		c.ToolInput, _ = json.Marshal(map[string]string{"url": raw, "prompt": "p"})
 		d := e.Decide(context.Background(), c)
@@ -93,16 +95,16 @@ func FuzzParseURL(f *testing.F) {
 			return
 		}
 		if p.Host == "" || strings.ContainsAny(p.Host, "@/\\ ") || (p.Scheme != "http" && p.Scheme != "https") {
-			t.Fatalf("ParseURL(%q) = %+v, bad host or scheme", raw, p)
+			t.Fatalf("parseURL(%q) = %+v, bad host or scheme", raw, p)
 		}
 		if len(p.Chain) == 0 || p.Chain[0] != p.Host {
-			t.Fatalf("ParseURL(%q) chain %v does not start with host %q", raw, p.Chain, p.Host)
+			t.Fatalf("parseURL(%q) chain %v does not start with host %q", raw, p.Chain, p.Host)
 		}
 		// The normalized URL parses to the same host: what the gate checked
 		// is what a client would connect to.
-		q, err := ParseURL(p.URL)
+		q, err := parseURL(p.URL)
 		if err != nil || q.Host != p.Host || q.URL != p.URL {
-			t.Fatalf("ParseURL(%q) = %q, reparsed %+v, %v", raw, p.URL, q, err)
+			t.Fatalf("parseURL(%q) = %q, reparsed %+v, %v", raw, p.URL, q, err)
 		}
 		if d.Decision == Allow && p.Scheme != "https" {
 			t.Fatalf("Decide(WebFetch %q) = allow over %s", raw, p.Scheme)

@@ -175,6 +175,10 @@ func (x *callEnv) fileEntity(p string) (types.EntityUID, error) {
 			"real_name":  types.String(filepath.Base(real)),
 			"in_project": types.Boolean(inProject),
 			"rel_path":   types.String(rel),
+
+			"name_lower":      types.String(strings.ToLower(name)),
+			"real_name_lower": types.String(strings.ToLower(filepath.Base(real))),
+			"rel_path_lower":  types.String(strings.ToLower(rel)),
 		}),
 	}
 	return uid, nil

@@ -27,11 +27,13 @@
 // the one-line message.
 //
 // Paths are cleaned and symlinks resolved in Go before Cedar sees them,
-// because Cedar's like operator lets * match "/" and "..". A policy is a
-// guard rail, not a sandbox: aliases, functions defined in earlier calls,
-// PATH lookups, scripts and build files run by allowed programs (make, npm,
-// go generate), programs that run code from their own options or scripts
-// (sed's e command, git aliases) and symlink races all escape it.
+// because Cedar's like operator lets * match "/" and "..". Shell command
+// lines are analysed by policy/internal/shell (directories, variables
+// assigned in the line, globs, the paths each known program touches); see
+// docs/hook.md for what it analyses. A policy is a guard rail, not a
+// sandbox: aliases, functions defined in earlier calls, PATH lookups,
+// scripts and build files run by allowed programs (make, npm, go
+// generate) and symlink races all escape it.
 package policy
 
 import (

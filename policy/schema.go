@@ -22,8 +22,8 @@ import (
 //go:embed schema.cedarschema
 var Schema []byte
 
-// SchemaName is the file name used for [Schema] in error messages.
-const SchemaName = "schema.cedarschema"
+// schemaName is the file name used for [Schema] in error messages.
+const schemaName = "schema.cedarschema"
 
 // actionTable holds the Action entities of the schema (with their group
 // parents) so that `action in Action::"FileRead"` evaluates.
@@ -159,7 +159,7 @@ func buildSchema(refs []string) (*builtSchema, error) {
 
 func parseSchema(src []byte) (*resolved.Schema, error) {
 	var s schema.Schema
-	s.SetFilename(SchemaName)
+	s.SetFilename(schemaName)
 	if err := s.UnmarshalCedar(src); err != nil {
 		return nil, err
 	}

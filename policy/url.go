@@ -16,8 +16,8 @@ const (
 	domainType = types.EntityType("Domain")
 )
 
-// ParsedURL is a URL as the gate sees it.
-type ParsedURL struct {
+// parsedURL is a URL as the gate sees it.
+type parsedURL struct {
 	URL    string   // normalized form
 	Scheme string   // "http" or "https"
 	Host   string   // lower case, no trailing dot, no brackets
@@ -27,11 +27,11 @@ type ParsedURL struct {
 	Chain  []string // Host, then each parent domain ("a.b.com", "b.com", "com")
 }
 
-// ParseURL parses a URL the way the gate does. It refuses anything but
+// parseURL parses a URL the way the gate does. It refuses anything but
 // absolute http and https URLs, and refuses userinfo ("https://github.com@evil.example"),
 // backslashes, control characters and non-ASCII hosts, so the host the gate
 // checks is the host a client connects to.
-func ParseURL(raw string) (*ParsedURL, error) {
+func parseURL(raw string) (*parsedURL, error) {
 	if raw == "" {
 		return nil, errors.New("empty url")
 	}
@@ -61,7 +61,7 @@ func ParseURL(raw string) (*ParsedURL, error) {
 	if host == "" {
 		return nil, errors.New("url has no host")
 	}
-	p := &ParsedURL{Scheme: scheme, Host: host}
+	p := &parsedURL{Scheme: scheme, Host: host}
 	if ps := u.Port(); ps != "" {
 		n, err := strconv.Atoi(ps)
 		if err != nil || n < 1 || n > 65535 {
@@ -139,7 +139,7 @@ func isNumeric(l string) bool {
 
 // urlEntity builds (and records) the URL entity and its Domain chain.
 func (x *callEnv) urlEntity(raw string) (types.EntityUID, error) {
-	p, err := ParseURL(raw)
+	p, err := parseURL(raw)
 	if err != nil {
 		return types.EntityUID{}, err
 	}

@@ -30,6 +30,9 @@ type Entry struct {
 	KID       string
 	SessionID string
 	Sequence  int64
+	// Payload is the receipt's payload as parsed: strings, bool, nil,
+	// json.Number, []any and map[string]any. It must not be modified.
+	Payload map[string]any
 }
 
 // Leaf returns the log leaf: the JCS of {"public_key": <hex>, "receipt": <receipt>}.
@@ -58,7 +61,8 @@ func NewEntry(pub ed25519.PublicKey, receipt []byte) ([]byte, error) {
 
 // ParseEntry strictly parses and verifies a log entry from untrusted input:
 // size, strict JSON, exactly the members public_key and receipt, a draft-04
-// envelope, a kid that is the public key's, and a valid signature. The
+// envelope of exactly payload and signature, a signature of exactly alg, kid
+// and sig (128 lowercase hex characters), a kid that is the public key's, and a valid signature. The
 // returned entry's Leaf is the canonical form to store, so that the same
 // entry always has the same leaf hash.
 func ParseEntry(data []byte) (*Entry, error) {
@@ -94,6 +98,14 @@ func ParseEntry(data []byte) (*Entry, error) {
 		return nil, fmt.Errorf("%w: %w", ErrMalformedEntry, err)
 	}
 	rc, cause, detail := receiptOf(rec, c, payload)
+	if p, ok := rec["payload"].(map[string]any); ok && rc.unsigned == "" && (cause != "" || rc.shape != "envelope") {
+		if sig, ok := rec["signature"].(map[string]any); ok && p != nil {
+			rc.unsigned = unsignedMember(rec, sig)
+		}
+	}
+	if rc.unsigned != "" {
+		return nil, fmt.Errorf("%w: receipt has %s, which the signature does not cover", ErrMalformedEntry, rc.unsigned)
+	}
 	if cause != "" || rc.shape != "envelope" {
 		return nil, fmt.Errorf("%w: receipt is not a draft-04 envelope: %s", ErrMalformedEntry, detail)
 	}
@@ -107,6 +119,7 @@ func ParseEntry(data []byte) (*Entry, error) {
 	if n := len(e.Leaf()); n > MaxEntrySize {
 		return nil, fmt.Errorf("%w: canonical leaf is %d bytes, limit %d", ErrEntryTooLarge, n, MaxEntrySize)
 	}
+	e.Payload = rc.payload
 	e.SessionID, _ = rc.payload["session_id"].(string)
 	e.Sequence, _ = number(rc.payload["sequence"])
 	return e, nil

@@ -51,3 +51,10 @@ func Thumbprint(pub ed25519.PublicKey) string {
 	sum := sha256.Sum256([]byte(`{"crv":"Ed25519","kty":"OKP","x":"` + x + `"}`))
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
+
+// DIDKey returns the did:key identifier of an Ed25519 public key: "did:key:z"
+// followed by the Base58 of the multicodec ed25519-pub prefix 0xed 0x01 and
+// the key (W3C did:key, multibase base58btc).
+func DIDKey(pub ed25519.PublicKey) string {
+	return "did:key:z" + base58(append([]byte{0xed, 0x01}, pub...))
+}

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +63,7 @@ const (
 	CauseBadSignature     = "bad_signature"      // invalid
 	CauseKIDMismatch      = "kid_mismatch"       // invalid
 	CauseKeyOutsideWindow = "key_outside_window" // invalid
+	CauseUnsignedMember   = "unsigned_member"    // invalid: a draft-04 envelope with a member the signature does not cover
 	CausePolicyDigest     = "policy_digest_mismatch"
 	CauseSession          = "session_mismatch"
 	CauseChainBreak       = "chain_break"
@@ -114,6 +117,10 @@ type receipt struct {
 	kid          string
 	hash         string // sha256 of JCS(whole receipt)
 	embeddedKey  bool
+	// unsigned names the first member of an envelope that the signature
+	// does not cover and the envelope does not allow (see unsignedMember),
+	// or describes a sig that is not 128 lowercase hex characters.
+	unsigned string
 }
 
 // parseReceipt recognizes the shape of a receipt. A non-empty cause means
@@ -147,7 +154,9 @@ func receiptOf(obj map[string]any, whole, payloadJCS []byte) (rc receipt, cause,
 	var err error
 	payload, okPayload := obj["payload"].(map[string]any)
 	sigObj, okSig := obj["signature"].(map[string]any)
-	envelope := okPayload && okSig && len(obj) == 2
+	// A draft-04 envelope with extra members is still recognized as one, so
+	// that it is refused for them rather than passed over as another shape.
+	envelope := okPayload && okSig && (len(obj) == 2 || payload["spec"] == Spec)
 	if envelope {
 		if rc.signingInput = payloadJCS; rc.signingInput == nil {
 			if rc.signingInput, err = Canonicalize(payload); err != nil {
@@ -186,6 +195,7 @@ func receiptOf(obj map[string]any, whole, payloadJCS []byte) (rc receipt, cause,
 			rc.sig = nil // checked as a bad signature
 		}
 		_, rc.embeddedKey = payload["public_key"]
+		rc.unsigned = unsignedMember(obj, sig)
 	case string:
 		rest := make(map[string]any, len(obj))
 		for k, v := range obj {
@@ -221,6 +231,32 @@ func receiptOf(obj map[string]any, whole, payloadJCS []byte) (rc receipt, cause,
 	return rc, "", ""
 }
 
+// unsignedMember returns "" for an envelope that has exactly the members
+// payload and signature, and a signature of exactly alg, kid and sig, with
+// sig 128 lowercase hex characters: the one byte form of a signed receipt.
+// Otherwise it names what the signature does not cover, so that one signed
+// receipt cannot be logged, or chained, in many forms.
+func unsignedMember(obj, sig map[string]any) string {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if k != "payload" && k != "signature" {
+			return fmt.Sprintf("member %q", k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(sig)) {
+		if k != "alg" && k != "kid" && k != "sig" {
+			return fmt.Sprintf("member %q of signature", k)
+		}
+	}
+	if _, ok := sig["kid"].(string); !ok {
+		return `signature member "kid" (missing or not a string)`
+	}
+	s, _ := sig["sig"].(string)
+	if len(s) != 2*ed25519.SignatureSize || !isHex(s) {
+		return `signature member "sig" (not 128 lowercase hex characters)`
+	}
+	return ""
+}
+
 // decodeSig accepts a 64-byte signature as hex, base64url or base64.
 func decodeSig(s string) []byte {
 	if b, err := hex.DecodeString(s); err == nil && len(b) == ed25519.SignatureSize {
@@ -246,6 +282,10 @@ func verifyOne(data []byte, opts Options) (receipt, Result) {
 	r := Result{Shape: rc.shape, KID: rc.kid, Hash: rc.hash}
 	if cause != "" {
 		r.fail(Undecidable, cause, "%s", detail)
+		return rc, r
+	}
+	if rc.unsigned != "" && rc.payload["spec"] == Spec {
+		r.fail(Invalid, CauseUnsignedMember, "draft-04 envelope with %s, which the signature does not cover", rc.unsigned)
 		return rc, r
 	}
 	key, ok := opts.Keys.lookup(rc.kid)

@@ -27,6 +27,9 @@ const (
 const (
 	LifecycleSessionStart = "session_start"
 	LifecycleSessionEnd   = "session_end"
+	// LifecycleIssuerCheckpoint: logged by docket sync, it states the
+	// issuer_sequence up to which every receipt of the issuer is in the log.
+	LifecycleIssuerCheckpoint = "issuer_checkpoint"
 )
 
 // Step is what the link rule looks at in a receipt's payload.

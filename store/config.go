@@ -30,11 +30,19 @@ type Config struct {
 	// witnesses and quorum proofs must satisfy. A relative path is relative
 	// to the project root. Optional.
 	WitnessPolicy string `json:"witness_policy,omitempty"`
+	// RequireLog turns on the strict mode (DESIGN §6, docket init
+	// -require-log): the pre hook answers allow only once the allow
+	// decision is in the log with its proof verified (and the witness
+	// quorum, with a policy); otherwise the call is denied (log_unavailable).
+	RequireLog bool `json:"require_log,omitempty"`
 }
 
 // Validate checks that the configuration is usable: a well-formed log URL
 // with a parseable log vkey whenever either is set.
 func (c Config) Validate() error {
+	if c.RequireLog && c.LogURL == "" {
+		return errors.New("config: require_log is set but log_url is not")
+	}
 	if c.LogURL == "" && c.LogKey == "" {
 		if c.WitnessPolicy != "" {
 			return errors.New("config: witness_policy is set but log_url is not")

@@ -268,6 +268,9 @@ type Link struct {
 	Previous string
 	// Decision is the decision found for AppendOptions.Executes, if any.
 	Decision *Pending
+	// IssuerSequence is the issuer_sequence the new receipt must carry: one
+	// more than the last receipt of this store's issuer, in any session.
+	IssuerSequence int64
 }
 
 // AppendOptions refine an Append.
@@ -291,6 +294,21 @@ var ErrChainCorrupt = errors.New("session chain is corrupt")
 // state. It returns the new head. Append creates the sessions directory and
 // the chain as needed.
 func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]byte, error)) (Head, error) {
+	// The issuer lock is taken first, then the chain's: every append takes
+	// both in this order.
+	ic, err := s.allocIssuerSequence(session)
+	if err != nil {
+		return Head{}, fmt.Errorf("appending receipt: %w", err)
+	}
+	defer ic.release()
+	head, err := s.appendChain(session, opts, ic.next, build)
+	if err == nil {
+		ic.done(session)
+	}
+	return head, err
+}
+
+func (s *Store) appendChain(session string, opts AppendOptions, issuerSeq int64, build func(Link) ([]byte, error)) (Head, error) {
 	f, err := openCreate(s.ChainPath(session))
 	if err != nil {
 		return Head{}, fmt.Errorf("appending receipt: %w", err)
@@ -315,7 +333,7 @@ func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]b
 	if err != nil {
 		return Head{}, err
 	}
-	link := Link{Sequence: st.Sequence + 1, Previous: st.Hash}
+	link := Link{Sequence: st.Sequence + 1, Previous: st.Hash, IssuerSequence: issuerSeq}
 	if opts.Executes != "" {
 		if link.Decision, err = findDecision(f, st.Size, opts.Executes, session); err != nil {
 			return Head{}, fmt.Errorf("finding the decision: %w", err)

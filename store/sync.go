@@ -53,6 +53,12 @@ type SyncOptions struct {
 	// Receipt, if set, receipts the spooled hook events (see DrainSpool)
 	// before anything is submitted, so that they are synced too.
 	Receipt func(SpooledEvent) error
+	// CheckpointEvery is how often, at most, Sync logs an issuer checkpoint
+	// (an issuer_checkpoint receipt: the issuer_sequence up to which every
+	// receipt is in the log, and the open sessions) once everything else is
+	// logged, when receipts were signed since the last one. Zero: every
+	// Sync that finds new receipts. Negative: never.
+	CheckpointEvery time.Duration
 }
 
 // SyncResult counts what one Sync did.
@@ -67,6 +73,9 @@ type SyncResult struct {
 	// SpoolErr why the others were not (see SyncOptions.Receipt).
 	Receipted int
 	SpoolErr  error
+	// Checkpoint is the issuer_high_water of the issuer checkpoint this Sync
+	// logged, 0 if none.
+	Checkpoint int64
 }
 
 // pendingReceipt is a receipt without a stored proof.
@@ -95,36 +104,12 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 	if !cfg.HasLog() {
 		return res, ErrNoLog
 	}
-	var policy []byte
-	if p := cfg.WitnessPolicyPath(s.Project); p != "" {
-		if policy, err = os.ReadFile(p); err != nil {
-			return res, fmt.Errorf("witness policy: %w", err)
-		}
-	}
-	pv, err := c2sp.NewProofVerifier(cfg.LogKey, policy)
+	pv, priv, err := s.logVerifier(cfg)
 	if err != nil {
 		return res, err
 	}
-	priv, err := receipts.LoadPrivateKey(s.KeyPath())
-	if err != nil {
-		return res, fmt.Errorf("issuer key: %w", err)
-	}
 	pub := priv.Public().(ed25519.PublicKey)
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
-	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 8
-	}
-	if opts.MinBackoff <= 0 {
-		opts.MinBackoff = 250 * time.Millisecond
-	}
-	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = 30 * time.Second
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.setDefaults()
 
 	unlock, err := s.lockSync(ctx)
 	if err != nil {
@@ -134,7 +119,14 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 
 	sub := &submitter{url: strings.TrimRight(cfg.LogURL, "/") + "/add", opts: opts, pv: pv, pub: pub, store: s}
 	rejected := make(map[string]bool) // session/sequence refused for good in this run
+	checkpointed := opts.CheckpointEvery < 0
 	for {
+		// Read before the scan: when the scan then finds nothing pending,
+		// every receipt up to it is in the log.
+		hw, err := s.issuerLast()
+		if err != nil {
+			return res, err
+		}
 		pend, err := s.pending()
 		if err != nil {
 			return res, err
@@ -146,6 +138,15 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 			}
 		}
 		res.Pending = len(pend)
+		if len(pend) == 0 && !checkpointed {
+			checkpointed = true
+			if res.Checkpoint, err = s.issuerCheckpoint(priv, opts.CheckpointEvery, hw); err != nil {
+				return res, err
+			}
+			if res.Checkpoint > 0 {
+				continue // submit it
+			}
+		}
 		if len(todo) == 0 {
 			return res, nil
 		}
@@ -174,6 +175,68 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 			return res, err
 		}
 	}
+}
+
+func (opts *SyncOptions) setDefaults() {
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 8
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 250 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// logVerifier returns the verifier of the configured log's proofs (with
+// the witness quorum of the configured policy) and the issuer key.
+func (s *Store) logVerifier(cfg Config) (*c2sp.ProofVerifier, ed25519.PrivateKey, error) {
+	var policy []byte
+	if p := cfg.WitnessPolicyPath(s.Project); p != "" {
+		var err error
+		if policy, err = os.ReadFile(p); err != nil {
+			return nil, nil, fmt.Errorf("witness policy: %w", err)
+		}
+	}
+	pv, err := c2sp.NewProofVerifier(cfg.LogKey, policy)
+	if err != nil {
+		return nil, nil, err
+	}
+	priv, err := receipts.LoadPrivateKey(s.KeyPath())
+	if err != nil {
+		return nil, nil, fmt.Errorf("issuer key: %w", err)
+	}
+	return pv, priv, nil
+}
+
+// Publish submits one receipt of session (at sequence) to the configured
+// log now, and returns once its proof is verified (log signature, inclusion,
+// the witness quorum with a policy) and stored — the strict mode's wait —
+// or ctx ends. It retries transient failures like Sync. It does not take
+// the sync lock: a Sync running at the same time may submit the same
+// receipt, which the log's strict dedup answers with the same index.
+func (s *Store) Publish(ctx context.Context, session string, sequence int64, receipt []byte, opts SyncOptions) error {
+	cfg, err := s.LoadConfig()
+	if err != nil {
+		return err
+	}
+	if !cfg.HasLog() {
+		return ErrNoLog
+	}
+	pv, priv, err := s.logVerifier(cfg)
+	if err != nil {
+		return err
+	}
+	opts.setDefaults()
+	sub := &submitter{url: strings.TrimRight(cfg.LogURL, "/") + "/add", opts: opts, pv: pv, pub: priv.Public().(ed25519.PublicKey), store: s}
+	return sub.deliver(ctx, pendingReceipt{session: session, sequence: sequence, receipt: receipt})
 }
 
 func (p pendingReceipt) key() string { return p.session + "/" + strconv.FormatInt(p.sequence, 10) }

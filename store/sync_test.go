@@ -78,7 +78,8 @@ func TestSync(t *testing.T) {
 	for range 4 {
 		appendReceipt("Read")
 	}
-	opts := SyncOptions{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Concurrency: 2}
+	// Issuer checkpoints are TestIssuerCheckpoint's.
+	opts := SyncOptions{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Concurrency: 2, CheckpointEvery: -1}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	res, err := st.Sync(ctx, opts)

@@ -1,7 +1,9 @@
 package witness
 
 import (
+	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -16,7 +18,12 @@ func TestParseLogs(t *testing.T) {
 	_, logB, _ := note.GenerateKey(rand.Reader, "example.com/b")
 	_, wkey, _ := note.GenerateKey(rand.Reader, "witness.example/w")
 	wkey, _ = fnote.VKeyToCosignatureV1(wkey)
-	renamed := "example.com/c" + logA[strings.Index(logA, "+"):]
+	// The same public key under another name, with its own key ID.
+	rawA, _ := base64.StdEncoding.DecodeString(strings.SplitN(logA, "+", 3)[2])
+	renamed, err := note.NewEd25519VerifierKey("example.com/c", ed25519.PublicKey(rawA[1:]))
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		policy  string
@@ -45,6 +52,9 @@ func TestParseLogs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseLogs([]byte(tt.policy))
+			if tt.name == "duplicate key under another name" && (err == nil || !strings.Contains(err.Error(), "duplicates")) {
+				t.Errorf("ParseLogs(%q) = %v, want a duplicate key error", tt.policy, err)
+			}
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("ParseLogs(%q) error = %v, want error %v", tt.policy, err, tt.wantErr)
 			}

@@ -22,7 +22,7 @@ per_request() { awk -F'|' -v us="$1" 'NR > 2 { ok += $5 } END { if (ok > 0) prin
 
 wait_up() { for _ in $(seq 200); do curl -sf "$1/checkpoint" >/dev/null && return 0; sleep 0.05; done; echo "server did not start" >&2; exit 1; }
 
-"$W/docket-log" -storage-dir "$W/docket" -listen 127.0.0.1:17790 -max-inflight 8192 >/dev/null 2>"$W/docket-log.err" &
+"$W/docket-log" -storage-dir "$W/docket" -listen 127.0.0.1:17790 -max-inflight 8192 -max-conns 8192 >/dev/null 2>"$W/docket-log.err" &
 PID=$!
 wait_up http://127.0.0.1:17790
 C0=$(cpu_us $PID)

@@ -22,7 +22,9 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/log"
+	"github.com/docketlog/docket/log/posix"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -33,11 +35,13 @@ Runs a Docket transparency log on Tessera POSIX storage.
 
 API:
     POST /add                      one entry {"public_key","receipt"} → 200 c2sp.org/tlog-proof@v1
-                                   400 malformed, 413 too large, 422 bad signature or kid,
+                                   400 malformed or incomplete body, 413 too large (checked
+                                   against Content-Length first), 422 bad signature or kid,
                                    401 missing or bad token, 403 issuer not allowed,
                                    503 + Retry-After overloaded, or no checkpoint in time
     GET  /checkpoint, /tile/...    C2SP tlog-tiles
     GET  /health                   200 while the checkpoint is fresh, else 503
+    Every error is JSON {"error","message"}, unknown paths (404) and methods (405) included.
 
 Options:
     -listen ADDR              address to listen on (default 127.0.0.1:7780)
@@ -55,6 +59,9 @@ Options:
                               previous one is written (group commit), so there is no batch timer
     -publish-timeout D        how long POST /add waits for a checkpoint before 503 (default 10s)
     -max-inflight N           concurrent POST /add before 503 (default 2048)
+    -max-conns N              open connections (default 1024); past it new ones wait in the
+                              accept queue, and to make room a connection is closed when
+                              idle for 1s, or after an answer once it has been open for 3s
     -max-checkpoint-age D     /health fails past this age (default 3×republish + witness timeout)
     -pprof ADDR               serve net/http/pprof on ADDR (debugging)
     -v                        debug logging (one line per request)
@@ -84,6 +91,7 @@ func run() int {
 		pprofAddr     = fl.String("pprof", "", "")
 		cfg           log.Config
 		batchSize     uint
+		maxConns      int
 		witnessTimout time.Duration
 	)
 	fl.DurationVar(&witnessTimout, "witness-timeout", 2*time.Second, "")
@@ -92,6 +100,7 @@ func run() int {
 	fl.UintVar(&batchSize, "batch-size", 1024, "")
 	fl.DurationVar(&cfg.PublishTimeout, "publish-timeout", 10*time.Second, "")
 	fl.IntVar(&cfg.MaxInFlight, "max-inflight", 2048, "")
+	fl.IntVar(&maxConns, "max-conns", 1024, "")
 	fl.DurationVar(&cfg.MaxCheckpointAge, "max-checkpoint-age", 0, "")
 	if err := fl.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -115,23 +124,22 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "docket-log: error: "+format+"\n", args...)
 		return 1
 	}
-	cfg.StorageDir = *storageDir
 	cfg.BatchMaxSize = batchSize
 	cfg.WitnessTimeout = witnessTimout
 	cfg.Logger = logger
 
-	if err := os.MkdirAll(filepath.Join(*storageDir, ".docket-log"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(*storageDir, posix.StateDir), 0o700); err != nil {
 		return fail("%v", err)
 	}
 	kf := *keyFile
 	if kf == "" {
-		kf = filepath.Join(*storageDir, ".docket-log", "log.key")
+		kf = filepath.Join(*storageDir, posix.StateDir, "log.key")
 		if _, err := os.Stat(kf); errors.Is(err, fs.ErrNotExist) {
 			name := *origin
 			if name == "" {
 				name = "localhost/docket-log"
 			}
-			vkey, err := log.GenerateKeyFile(kf, name)
+			vkey, err := c2sp.GenerateKeyFile(kf, name)
 			if err != nil {
 				return fail("generating log key: %v", err)
 			}
@@ -139,7 +147,7 @@ func run() int {
 			fmt.Println(vkey)
 		}
 	}
-	signer, vkey, err := log.LoadSigner(kf)
+	signer, vkey, err := c2sp.LoadSigner(kf)
 	if err != nil {
 		return fail("log key: %v", err)
 	}
@@ -168,6 +176,12 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	st, err := posix.Open(ctx, *storageDir, &http.Client{Timeout: cfg.WitnessTimeout}, logger)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer st.Close()
+	cfg.Driver, cfg.Index = st.Driver, st.Index
 	l, err := log.New(ctx, cfg)
 	if err != nil {
 		return fail("%v", err)
@@ -177,18 +191,26 @@ func run() int {
 		l.Close(context.Background())
 		return fail("%v", err)
 	}
+	if maxConns < 1 {
+		l.Close(context.Background())
+		return fail("-max-conns %d: want at least 1", maxConns)
+	}
+	limited := log.LimitConns(ln, maxConns)
 	srv := &http.Server{
-		Handler:           l.Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		Handler: l.Handler(),
+		// An entry is at most 64 KiB: a body that takes longer than
+		// ReadTimeout is refused, and a slow or silent client holds a
+		// connection only briefly.
+		ReadHeaderTimeout: 2 * time.Second,
+		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      cfg.PublishTimeout + 30*time.Second,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       15 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "origin", signer.Name(), "vkey", vkey)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- limited.Serve(srv) }()
 	select {
 	case err := <-errc:
 		l.Close(context.Background())

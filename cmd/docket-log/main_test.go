@@ -28,7 +28,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/docketlog/docket/c2sp"
-	"github.com/docketlog/docket/log"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
@@ -154,7 +153,7 @@ func newTestLog(t *testing.T) *testLog {
 	t.Helper()
 	dir := t.TempDir()
 	kf := filepath.Join(dir, "log.key")
-	vkey, err := log.GenerateKeyFile(kf, "example.com/docket-test")
+	vkey, err := c2sp.GenerateKeyFile(kf, "example.com/docket-test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -483,7 +483,7 @@ func (d *demoRun) auditSteps(ctx context.Context, logURL, logVKey, policyPath, k
 	}); err != nil {
 		return err
 	}
-	if _, stderr, code, err := d.docket(nil, "sync"); err != nil || code != 0 {
+	if _, stderr, code, err := d.docket(nil, "sync", "-checkpoint-every", "0"); err != nil || code != 0 {
 		return fmt.Errorf("docket sync: exit %d: %v %s", code, err, stderr)
 	}
 	auditArgs := []string{"audit", "-log", logURL, "-log-key", logVKey, "-witness-policy", policyPath, "-key-file", keyFile, "-evidence", filepath.Join(d.dir, "evidence")}

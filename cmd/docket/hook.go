@@ -49,6 +49,8 @@ Exit codes:
 
 Environment:
     DOCKET_HOOK_LOG  append one JSON log line per run to this file
+    DOCKET_AUTOSYNC  0: do not start docket sync in the background (for CI
+                     jobs that run docket sync themselves at the end)
 
 Examples:
     echo '{"session_id":"s","tool_name":"Bash","tool_input":{"command":"ls"}}' | docket hook pre
@@ -166,7 +168,7 @@ func signalContext(parent context.Context) (ctx context.Context, stop context.Ca
 // (it holds the store's sync lock) none is started: the running one rescans
 // the chains before it exits.
 func startSync(s *store.Store, stderr io.Writer) {
-	if s.Syncing() {
+	if os.Getenv("DOCKET_AUTOSYNC") == "0" || s.Syncing() {
 		return
 	}
 	exe, err := os.Executable()

@@ -48,6 +48,10 @@ Options:
     -log URL               submit receipts to this docket-log
     -log-key VKEY          the log's checkpoint key (note vkey); needed with -log
     -witness-policy FILE   C2SP tlog-policy file of the witnesses proofs must satisfy
+    -require-log           strict mode: the pre hook allows a call only once its
+                           allow decision is in the log with the witness quorum,
+                           and denies it (log_unavailable) when that fails; the
+                           one case where the hook waits on the network
     -command CMD           the docket command hooks run (default: this binary)
 
 Examples:
@@ -69,6 +73,7 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	logKey := fs.String("log-key", "", "")
 	witness := fs.String("witness-policy", "", "")
 	command := fs.String("command", "", "")
+	requireLog := fs.Bool("require-log", false, "")
 	agentNames := fs.String("agent", "", "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -101,7 +106,7 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	steps := []func() (string, error){
 		func() (string, error) { return initKey(s) },
 		func() (string, error) { return initPolicy(s) },
-		func() (string, error) { return initConfig(s, *logURL, *logKey, *witness) },
+		func() (string, error) { return initConfig(s, *logURL, *logKey, *witness, *requireLog) },
 	}
 	for _, a := range agents {
 		steps = append(steps, func() (string, error) { return initSettings(project, a, *command) })
@@ -197,7 +202,10 @@ func initPolicy(s *store.Store) (string, error) {
 	return "wrote default policy to " + rel(s.Project, path), nil
 }
 
-func initConfig(s *store.Store, logURL, logKey, witness string) (string, error) {
+func initConfig(s *store.Store, logURL, logKey, witness string, requireLog bool) (string, error) {
+	if requireLog && logURL == "" {
+		return "", errors.New("-require-log needs -log and -log-key")
+	}
 	if logURL == "" && logKey == "" && witness == "" {
 		return "", nil
 	}
@@ -214,9 +222,12 @@ func initConfig(s *store.Store, logURL, logKey, witness string) (string, error) 
 		}
 		witness = abs
 	}
-	c := store.Config{LogURL: logURL, LogKey: logKey, WitnessPolicy: witness}
+	c := store.Config{LogURL: logURL, LogKey: logKey, WitnessPolicy: witness, RequireLog: requireLog}
 	if err := s.WriteConfig(c); err != nil {
 		return "", err
+	}
+	if requireLog {
+		return "wrote " + rel(s.Project, s.ConfigPath()) + " (log " + logURL + "; strict: a call runs only once its allow is in the log)", nil
 	}
 	return "wrote " + rel(s.Project, s.ConfigPath()) + " (log " + logURL + ")", nil
 }

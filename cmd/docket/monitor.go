@@ -203,6 +203,7 @@ func runExplore(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 
 const exportUsage = `Usage:
     docket export -o DIR [-session ID]...
+    docket export trace -session ID [options]   (a TRACE Trust Record: docket export trace -h)
 
 Writes what an operator hands an auditor, in one directory: the session
 chains, their tlog-proofs, the issuer's JWKS, the policy files, the witness
@@ -210,7 +211,10 @@ policy and the log's key, with a manifest (docket-bundle.json). docket
 verify and docket audit take the directory as it is.
 `
 
-func runExport(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+func runExport(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "trace" {
+		return runExportTrace(ctx, args[1:], stdin, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, exportUsage) }

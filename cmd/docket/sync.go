@@ -30,6 +30,11 @@ Options:
     -dir PROJECT   project root (default $CLAUDE_PROJECT_DIR or the current directory)
     -timeout D     give up retrying after D (default 2m); what is left stays pending
     -token-env V   read a bearer token for the log from environment variable V
+    -checkpoint-every D
+                   log an issuer checkpoint (issuer_checkpoint: every receipt up
+                   to its issuer_high_water is in the log, and the open sessions)
+                   at most every D, when receipts were signed since the last
+                   (default 5m; 0: whenever there are; negative: never)
     -v             report each retry on stderr
 
 Exit codes:
@@ -45,6 +50,7 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	timeout := fl.Duration("timeout", 2*time.Minute, "")
 	tokenEnv := fl.String("token-env", "", "")
 	verbose := fl.Bool("v", false, "")
+	every := fl.Duration("checkpoint-every", 5*time.Minute, "")
 	if err := fl.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -61,7 +67,7 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		project = p
 	}
-	opts := store.SyncOptions{}
+	opts := store.SyncOptions{CheckpointEvery: *every}
 	if *tokenEnv != "" {
 		opts.Token = os.Getenv(*tokenEnv)
 		if opts.Token == "" {
@@ -89,6 +95,9 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	if res.Stored > 0 {
 		fmt.Fprintf(stdout, "stored %d proofs\n", res.Stored)
+	}
+	if res.Checkpoint > 0 {
+		fmt.Fprintf(stdout, "logged an issuer checkpoint: every receipt up to issuer_sequence %d is in the log\n", res.Checkpoint)
 	}
 	for _, e := range res.Errors {
 		errorf(stderr, "%v", e)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/docketlog/docket/c2sp"
@@ -18,6 +19,7 @@ import (
 
 const verifyUsage = `Usage:
     docket verify [-key HEX | -jwks FILE | -key-file FILE] [options] FILE...
+    docket verify -trace RECORD [options]   (a TRACE Trust Record: docket verify -trace x -h)
 
 Verifies receipts offline. A FILE ending in .jsonl is one chain, a receipt a
 line, replayed in order: every signature, every previousReceiptHash link,
@@ -47,8 +49,13 @@ fails is invalid, a missing proof undecidable.
 Exit status: 0 every receipt valid, 1 some receipt invalid, 2 some receipt
 undecidable (no trusted key, malformed, unknown shape, no proof) and none invalid.
 
+A directory written by docket export is taken as it is: its chains, with
+their proofs, its issuer keys, log key and witness policy (unless the
+flags give others).
+
 Examples:
     docket verify -key-file .docket/issuer.key .docket/sessions/*.jsonl
+    docket verify bundle/
     docket verify -key-file .docket/issuer.key -log-key "$(cat log.vkey)" -witness-policy witnesses.policy .docket/sessions/*.jsonl
     docket verify -jwks issuers.json -json receipt.json
 `
@@ -64,6 +71,9 @@ type fileResult struct {
 }
 
 func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if slices.ContainsFunc(args, isTraceFlag) {
+		return runVerifyTrace(ctx, args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(stderr, verifyUsage) }
 	keyHex := fs.String("key", "", "")
@@ -85,6 +95,11 @@ func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		hintf(stderr, "docket verify -key-file .docket/issuer.key .docket/sessions/*.jsonl")
 		return 2
 	}
+	names, err := expandBundles(fs.Args(), keyHex, jwksFile, keyFile, logKey, witnessPolicy)
+	if err != nil {
+		errorf(stderr, "verify: %v", err)
+		return 2
+	}
 	keys, err := loadKeys(*keyHex, *jwksFile, *keyFile)
 	if err != nil {
 		errorf(stderr, "verify: %v", err)
@@ -94,25 +109,17 @@ func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		warnf(stderr, "no trusted key given (-key, -jwks or -key-file): every receipt is undecidable")
 	}
 	opts.Keys = keys
-	var proofs *c2sp.ProofVerifier
-	if *logKey != "" {
-		var policy []byte
-		if *witnessPolicy != "" {
-			if policy, err = os.ReadFile(*witnessPolicy); err != nil {
-				errorf(stderr, "verify: %v", err)
-				return 2
-			}
-		}
-		if proofs, err = c2sp.NewProofVerifier(*logKey, policy); err != nil {
-			errorf(stderr, "verify: %v", err)
-			return 2
-		}
-	} else if *witnessPolicy != "" || *proofsDir != "" {
+	proofs, err := newProofVerifier(*logKey, *witnessPolicy)
+	if err != nil {
+		errorf(stderr, "verify: %v", err)
+		return 2
+	}
+	if proofs == nil && (*witnessPolicy != "" || *proofsDir != "") {
 		errorf(stderr, "verify: -witness-policy and -proofs need -log-key")
 		return 2
 	}
-	files := make([]fileResult, fs.NArg())
-	for i, name := range fs.Args() {
+	files := make([]fileResult, len(names))
+	for i, name := range names {
 		files[i] = verifyFile(name, opts)
 		if proofs != nil {
 			checkProofs(&files[i], proofs, *proofsDir)
@@ -121,6 +128,22 @@ func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	return report(w, files, *asJSON, *strict)
+}
+
+// newProofVerifier returns the verifier of log proofs under the log key
+// and the witness policy file, or nil without a log key.
+func newProofVerifier(logKey, witnessPolicy string) (*c2sp.ProofVerifier, error) {
+	if logKey == "" {
+		return nil, nil
+	}
+	var policy []byte
+	if witnessPolicy != "" {
+		var err error
+		if policy, err = os.ReadFile(witnessPolicy); err != nil {
+			return nil, err
+		}
+	}
+	return c2sp.NewProofVerifier(logKey, policy)
 }
 
 func loadKeys(keyHex, jwksFile, keyFile string) (*receipts.KeySet, error) {
@@ -175,6 +198,35 @@ func verifyFile(name string, opts receipts.Options) fileResult {
 		return fileResult{name: name, lines: lines, results: receipts.VerifyChain(lines, opts)}
 	}
 	return fileResult{name: name, lines: [][]byte{data}, results: []receipts.Result{receipts.Verify(data, opts)}}
+}
+
+// expandBundles replaces each bundle directory (docket export) among args
+// by its session chains, and takes the bundle's issuer keys, log key and
+// witness policy for the flags that were not given.
+func expandBundles(args []string, keyHex, jwks, keyFile, logKey, policy *string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		m, err := os.ReadFile(filepath.Join(a, bundleManifest))
+		if err != nil {
+			out = append(out, a)
+			continue
+		}
+		b := &bundle{dir: a}
+		if err := json.Unmarshal(m, b); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(a, bundleManifest), err)
+		}
+		if *keyHex == "" && *keyFile == "" {
+			lf := logFlags{logKey: *logKey, policy: *policy, log: "-"}
+			b.defaults(&lf, jwks)
+			*logKey, *policy = lf.logKey, lf.policy
+		}
+		chains, err := filepath.Glob(filepath.Join(a, store.SessionsDir, "*.jsonl"))
+		if err != nil || len(chains) == 0 {
+			return nil, fmt.Errorf("%s: a bundle without session chains", a)
+		}
+		out = append(out, chains...)
+	}
+	return out, nil
 }
 
 // checkProofs requires a verified log proof for every valid receipt of f,

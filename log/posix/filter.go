@@ -1,4 +1,4 @@
-package log
+package posix
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func newFilter(capacity uint64) *filter {
 	return &filter{bits: make([]atomic.Uint64, words), m: words * 64, capacity: capacity}
 }
 
-func (f *filter) probes(h leafHash, fn func(word uint64, bit uint64) bool) bool {
+func (f *filter) probes(h [32]byte, fn func(word uint64, bit uint64) bool) bool {
 	h1 := binary.LittleEndian.Uint64(h[0:8])
 	h2 := binary.LittleEndian.Uint64(h[8:16]) | 1
 	for i := range uint64(filterProbes) {
@@ -45,43 +45,44 @@ func (f *filter) probes(h leafHash, fn func(word uint64, bit uint64) bool) bool 
 	return true
 }
 
-func (f *filter) add(h leafHash) {
+func (f *filter) add(h [32]byte) {
 	f.probes(h, func(w, b uint64) bool { f.bits[w].Or(b); return true })
 	f.n.Add(1)
 }
 
 // mayContain reports false only if h was never added.
-func (f *filter) mayContain(h leafHash) bool {
+func (f *filter) mayContain(h [32]byte) bool {
 	return f.probes(h, func(w, b uint64) bool { return f.bits[w].Load()&b != 0 })
 }
 
 // full reports whether the filter holds more entries than it was sized for.
 func (f *filter) full() bool { return f.n.Load() > f.capacity }
 
-// buildFilter returns a filter of every hash in the index, sized for twice
-// as many.
-func (x *index) buildFilter(ctx context.Context) (*filter, error) {
-	n, err := x.covered(ctx)
+// rebuildFilter replaces the filter with one of every hash in the index,
+// sized for twice as many.
+func (x *Index) rebuildFilter(ctx context.Context) error {
+	n, err := x.Covered(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	f := newFilter(2 * n)
 	rows, err := x.db.QueryContext(ctx, `SELECT hash FROM leaves`)
 	if err != nil {
-		return nil, fmt.Errorf("building dedup filter: %w", err)
+		return fmt.Errorf("building dedup filter: %w", err)
 	}
 	defer rows.Close()
 	var b []byte
 	for rows.Next() {
 		if err := rows.Scan(&b); err != nil {
-			return nil, fmt.Errorf("building dedup filter: %w", err)
+			return fmt.Errorf("building dedup filter: %w", err)
 		}
 		if len(b) == 32 {
-			f.add(leafHash(b))
+			f.add([32]byte(b))
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("building dedup filter: %w", err)
+		return fmt.Errorf("building dedup filter: %w", err)
 	}
-	return f, nil
+	x.filter.Store(f)
+	return nil
 }

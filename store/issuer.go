@@ -1,0 +1,310 @@
+package store
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docketlog/docket/internal/durable"
+	"github.com/docketlog/docket/receipts"
+)
+
+// Names of the issuer-wide counter's files in the store directory.
+const (
+	IssuerLockFile    = "issuer.lock"
+	IssuerJournalFile = "issuer.seq"
+)
+
+// issuerJournal is the issuer-wide counter (DESIGN §3.1 issuer_sequence):
+// the last number allocated, the session it went to, and whether the
+// receipt carrying it is known to be in that session's chain.
+type issuerJournal struct {
+	Last    int64  `json:"last"`
+	Session string `json:"session"`
+	Done    bool   `json:"done,omitempty"`
+	// Boot is the kernel's boot id when the journal was written (Linux).
+	// A write survives the death of the process that made it, but not a
+	// crash of the machine, so the journal is trusted without fsync only
+	// within the boot that wrote it; after a reboot the counter is rebuilt
+	// from the chains, whose appends are fsynced.
+	Boot string `json:"boot,omitempty"`
+}
+
+// bootID returns the kernel's boot id, or "" where there is none to read:
+// the journal is then fsynced at every write.
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
+
+// issuerCounter is the issuer-wide counter held under its lock.
+type issuerCounter struct {
+	s    *Store
+	lock *os.File
+	j    *os.File
+	next int64
+}
+
+// allocIssuerSequence takes the issuer lock and allocates the next
+// issuer_sequence for a receipt of session. The number is journaled before
+// the receipt is written, so that a crash can neither hand the same number
+// to two receipts (an equivocation an auditor would flag) nor lose one
+// silently: when the journaled receipt is not in its chain after a crash,
+// its number is allocated again, and after a reboot the counter is rebuilt
+// from the chains (see issuerJournal.Boot). The caller writes the receipt,
+// then calls done, and finally release.
+func (s *Store) allocIssuerSequence(session string) (*issuerCounter, error) {
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(filepath.Join(s.Dir, IssuerLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("issuer lock: %w", err)
+	}
+	if err := durable.Lock(lock); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("issuer lock: %w", err)
+	}
+	c := &issuerCounter{s: s, lock: lock}
+	if err := c.load(session); err != nil {
+		c.release()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *issuerCounter) load(session string) error {
+	path := filepath.Join(c.s.Dir, IssuerJournalFile)
+	j, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("issuer journal: %w", err)
+	}
+	c.j = j
+	data, err := io.ReadAll(io.LimitReader(j, 4096))
+	if err != nil {
+		return fmt.Errorf("issuer journal: %w", err)
+	}
+	var jr issuerJournal
+	switch {
+	case len(data) == 0, json.Unmarshal(data, &jr) != nil, jr.Boot != bootID() || jr.Boot == "" && bootID() != "":
+		// No journal yet (receipts that predate the counter carry none),
+		// a torn one, or one from before a reboot: continue after the
+		// highest number any chain holds.
+		if jr.Last, err = c.s.maxIssuerSequence(); err != nil {
+			return err
+		}
+	case !jr.Done:
+		// The receipt journaled last may not have reached its chain.
+		last, err := c.s.lastIssuerSequence(jr.Session)
+		if err != nil {
+			return err
+		}
+		if last != jr.Last {
+			jr.Last-- // it did not: its number is free again
+		}
+	}
+	c.next = jr.Last + 1
+	return c.write(issuerJournal{Last: c.next, Session: session}, bootID() == "")
+}
+
+func (c *issuerCounter) write(jr issuerJournal, sync bool) error {
+	jr.Boot = bootID()
+	b, _ := json.Marshal(jr)
+	b = append(b, '\n')
+	if _, err := c.j.WriteAt(b, 0); err != nil {
+		return fmt.Errorf("issuer journal: %w", err)
+	}
+	if err := c.j.Truncate(int64(len(b))); err != nil {
+		return fmt.Errorf("issuer journal: %w", err)
+	}
+	if sync {
+		if err := durable.Datasync(c.j); err != nil {
+			return fmt.Errorf("issuer journal: %w", err)
+		}
+	}
+	return nil
+}
+
+// done notes that the receipt carrying the allocated number is in its
+// chain. It is not fsynced: a lost note costs the next allocation a look
+// at that chain's last receipt.
+func (c *issuerCounter) done(session string) {
+	_ = c.write(issuerJournal{Last: c.next, Session: session, Done: true}, false)
+}
+
+func (c *issuerCounter) release() {
+	if c.j != nil {
+		c.j.Close()
+	}
+	c.lock.Close() // releases the lock
+}
+
+// lastIssuerSequence returns the issuer_sequence of a chain's last receipt
+// (0 if none).
+func (s *Store) lastIssuerSequence(session string) (int64, error) {
+	f, err := os.Open(s.ChainPath(session))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	tail, _, err := readTail(f, fi.Size())
+	if err != nil {
+		return 0, err
+	}
+	lines := receipts.SplitLines(tail)
+	for i := len(lines) - 1; i >= 0; i-- {
+		if n, ok := issuerSequenceOf(lines[i]); ok {
+			return n, nil
+		}
+	}
+	return 0, nil
+}
+
+// maxIssuerSequence returns the highest issuer_sequence at the end of any
+// chain: the slow path, for a store without a readable journal.
+func (s *Store) maxIssuerSequence() (int64, error) {
+	names, err := s.Sessions()
+	if err != nil {
+		return 0, err
+	}
+	var top int64
+	for _, n := range names {
+		last, err := s.lastIssuerSequence(n)
+		if err != nil {
+			return 0, err
+		}
+		top = max(top, last)
+	}
+	return top, nil
+}
+
+func issuerSequenceOf(line []byte) (int64, bool) {
+	var r struct {
+		Payload struct {
+			IssuerSequence int64 `json:"issuer_sequence"`
+		} `json:"payload"`
+	}
+	if json.Unmarshal(line, &r) != nil {
+		return 0, false
+	}
+	return r.Payload.IssuerSequence, true
+}
+
+// IssuerSession is the session id of the chain of issuer checkpoints.
+const IssuerSession = "docket-issuer"
+
+// issuerLast returns, under the issuer lock, the last issuer_sequence whose
+// receipt is in its chain.
+func (s *Store) issuerLast() (int64, error) {
+	lock, err := os.OpenFile(filepath.Join(s.Dir, IssuerLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("issuer lock: %w", err)
+	}
+	defer lock.Close()
+	if err := durable.RLock(lock); err != nil {
+		return 0, fmt.Errorf("issuer lock: %w", err)
+	}
+	data, err := os.ReadFile(filepath.Join(s.Dir, IssuerJournalFile))
+	var jr issuerJournal
+	if err != nil || json.Unmarshal(data, &jr) != nil || jr.Boot != bootID() {
+		return s.maxIssuerSequence()
+	}
+	if !jr.Done {
+		last, err := s.lastIssuerSequence(jr.Session)
+		if err != nil {
+			return 0, err
+		}
+		if last != jr.Last {
+			jr.Last--
+		}
+	}
+	return jr.Last, nil
+}
+
+// issuerCheckpoint appends an issuer checkpoint receipt with high-water
+// mark hw to the issuer chain when receipts were signed since the last one
+// and that one is older than every, and returns hw (0 when none was due).
+// The caller read hw (issuerLast) before it found every receipt of the
+// store logged, so every receipt up to hw is in the log: a monitor that
+// finds one missing has found an omission, not a race.
+func (s *Store) issuerCheckpoint(key ed25519.PrivateKey, every time.Duration, hw int64) (int64, error) {
+	if hw == 0 {
+		return 0, nil
+	}
+	var prev struct {
+		Payload struct {
+			IssuedAt        string `json:"issued_at"`
+			IssuerSequence  int64  `json:"issuer_sequence"`
+			IssuerHighWater int64  `json:"issuer_high_water"`
+		} `json:"payload"`
+	}
+	if rs, err := s.Receipts(IssuerSession); err == nil && len(rs) > 0 {
+		json.Unmarshal(rs[len(rs)-1], &prev)
+	}
+	if prev.Payload.IssuerSequence >= hw {
+		return 0, nil // nothing signed since the last checkpoint
+	}
+	if t, err := time.Parse(time.RFC3339, prev.Payload.IssuedAt); err == nil && time.Since(t) < every {
+		return 0, nil
+	}
+	open, err := s.openSessions()
+	if err != nil {
+		return 0, err
+	}
+	_, err = s.Append(IssuerSession, AppendOptions{}, func(l Link) ([]byte, error) {
+		return receipts.Sign(key, receipts.Payload{Type: receipts.TypeLifecycle, SessionID: IssuerSession,
+			Sequence: l.Sequence, PreviousReceiptHash: l.Previous, IssuerSequence: l.IssuerSequence,
+			LifecycleEvent: receipts.LifecycleIssuerCheckpoint, IssuerHighWater: hw, OpenSessions: open})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("issuer checkpoint: %w", err)
+	}
+	return hw, nil
+}
+
+// openSessions returns the ids of the sessions whose chain does not end
+// with a session_end receipt.
+func (s *Store) openSessions() ([]string, error) {
+	names, err := s.Sessions()
+	if err != nil {
+		return nil, err
+	}
+	var open []string
+	for _, n := range names {
+		if n == SessionName(IssuerSession) {
+			continue
+		}
+		rs, err := s.Receipts(n)
+		if err != nil || len(rs) == 0 {
+			continue
+		}
+		var last struct {
+			Payload struct {
+				SessionID      string `json:"session_id"`
+				LifecycleEvent string `json:"lifecycle_event"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(rs[len(rs)-1], &last) == nil && last.Payload.LifecycleEvent != receipts.LifecycleSessionEnd {
+			open = append(open, last.Payload.SessionID)
+		}
+	}
+	return open, nil
+}
