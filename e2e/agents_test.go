@@ -319,18 +319,23 @@ func TestCodex(t *testing.T) {
 	bin := agentBin(t, "codex")
 	p := newAgentProject(t, "codex")
 	patch := func(path string) string {
-		return "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: " + path + "\n+patched\n*** End Patch\nEOF\n"
+		return "*** Begin Patch\n*** Add File: " + path + "\n+patched\n*** End Patch\n"
 	}
+	heredoc := func(path string) string { return "apply_patch <<'EOF'\n" + patch(path) + "EOF\n" }
 	m := newModelServer(t, "openai", []action{
 		{"shell", "touch denied-marker; git push --force origin main"},
 		{"shell", "touch " + filepath.Join(p.outside, "outside-marker")},
 		{"read", ".env"},
-		{"patch-shell", patch(filepath.Join(p.outside, "patched-outside.txt"))},
-		{"patch-shell", patch("patched-inside.txt")},
+		// The native apply_patch tool, and a patch through the shell.
+		{"patch", patch(filepath.Join(p.outside, "patched-outside.txt"))},
+		{"patch", patch("patched-inside.txt")},
+		{"shell", heredoc(filepath.Join(p.outside, "heredoc-outside.txt"))},
+		{"shell", heredoc("heredoc-inside.txt")},
 		{"shell", "touch allowed-marker"},
 	})
 	codexHome := filepath.Join(p.home, ".codex")
-	writeFile(t, filepath.Join(codexHome, "config.toml"), fmt.Sprintf(`model = "gpt-5-codex"
+	// A model Codex's catalog knows to take apply_patch as a native tool.
+	writeFile(t, filepath.Join(codexHome, "config.toml"), fmt.Sprintf(`model = "gpt-5.5"
 model_provider = "scripted"
 check_for_update_on_startup = false
 
@@ -389,11 +394,12 @@ env_key = "SCRIPTED_API_KEY"
 	out, code = p.run(env, bin, "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "run the scripted calls")
 	t.Logf("codex: exit %d\n%s", code, out)
 	p.check(m, agentCase{
-		denied:  []string{filepath.Join(p.dir, "denied-marker"), filepath.Join(p.outside, "outside-marker"), filepath.Join(p.outside, "patched-outside.txt")},
-		allowed: []string{filepath.Join(p.dir, "allowed-marker"), filepath.Join(p.dir, "patched-inside.txt")},
+		denied: []string{filepath.Join(p.dir, "denied-marker"), filepath.Join(p.outside, "outside-marker"),
+			filepath.Join(p.outside, "patched-outside.txt"), filepath.Join(p.outside, "heredoc-outside.txt")},
+		allowed: []string{filepath.Join(p.dir, "allowed-marker"), filepath.Join(p.dir, "patched-inside.txt"), filepath.Join(p.dir, "heredoc-inside.txt")},
 		// Codex 0.169 sends no PostToolUse for a patch it applies from
-		// the shell: only the touch is an execution (docs/hook.md).
-		wantDeny: 4, wantAllow: 2, wantExec: 1,
+		// the shell (docs/hook.md).
+		wantDeny: 5, wantAllow: 3, wantExec: 2,
 	}, out)
 }
 
