@@ -14,7 +14,7 @@ import (
 
 // action is one tool call the scripted model asks for.
 type action struct {
-	kind string // "shell", "read", "patch-shell", "patch"
+	kind string // "shell", "read", or "patch" (Codex's native apply_patch)
 	arg  string // the command, the path, or the patch text
 }
 
