@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -368,12 +369,14 @@ func TestInitAndDoctor(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &project{dir: dir, home: t.TempDir()}
+	// Only sh on PATH: init sets up the agents whose binaries it finds.
+	env := []string{"PATH=" + onlySh(t)}
 	existing := `{"permissions":{"allow":["Bash(ls:*)"]},"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"true"}]}]}}`
 	settings := filepath.Join(dir, ".claude", "settings.json")
 	writeFile(t, settings, []byte(existing), 0o644)
 	writeFile(t, filepath.Join(dir, ".gitignore"), []byte("node_modules"), 0o644)
 
-	if r := p.run(t, nil, nil, "init"); r.code != 0 {
+	if r := p.run(t, nil, env, "init"); r.code != 0 {
 		t.Fatalf("Init() = exit %d (%s), want 0", r.code, r.stderr)
 	}
 	first, _ := os.ReadFile(settings)
@@ -396,7 +399,7 @@ func TestInitAndDoctor(t *testing.T) {
 			t.Fatalf("Init() settings has no docket hook for %s: %s", ev, first)
 		}
 	}
-	if r := p.run(t, nil, nil, "init"); r.code != 0 {
+	if r := p.run(t, nil, env, "init"); r.code != 0 {
 		t.Fatalf("Init() again = exit %d (%s), want 0", r.code, r.stderr)
 	}
 	if second, _ := os.ReadFile(settings); string(second) != string(first) {
@@ -410,20 +413,34 @@ func TestInitAndDoctor(t *testing.T) {
 		t.Fatalf("issuer key: %v, want mode 0600", err)
 	}
 
-	if r := p.run(t, nil, nil, "doctor"); r.code != 0 || !strings.Contains(r.stdout, "the gate blocks") {
+	if r := p.run(t, nil, env, "doctor"); r.code != 0 || !strings.Contains(r.stdout, "the gate blocks") {
 		t.Fatalf("Doctor() = exit %d\n%s%s\nwant exit 0 and the gate blocks", r.code, r.stdout, r.stderr)
 	}
 	// A policy that permits everything: the hook runs but does not block.
 	writeFile(t, filepath.Join(dir, ".docket", "policy", "docket.cedar"), []byte(`@id("all") permit (principal, action, resource);`), 0o644)
-	if r := p.run(t, nil, nil, "doctor"); r.code != 2 || !strings.Contains(r.stdout, "allowed") {
+	if r := p.run(t, nil, env, "doctor"); r.code != 2 || !strings.Contains(r.stdout, "allowed") {
 		t.Fatalf("Doctor() with a permit-all policy = exit %d\n%s\nwant exit 2 and the call reported allowed", r.code, r.stdout)
 	}
 	// A hook command that is not there: Claude Code would let the call run.
 	broken := strings.ReplaceAll(string(first), docketBin+" hook pre", "/nonexistent/docket hook pre")
 	writeFile(t, settings, []byte(broken), 0o644)
-	if r := p.run(t, nil, nil, "doctor"); r.code != 2 || !strings.Contains(r.stdout, "lets the call run") {
+	if r := p.run(t, nil, env, "doctor"); r.code != 2 || !strings.Contains(r.stdout, "lets the call run") {
 		t.Fatalf("Doctor() with a missing hook binary = exit %d\n%s\nwant exit 2", r.code, r.stdout)
 	}
+}
+
+// onlySh returns a directory holding only sh, for a PATH on which no agent
+// CLI is found.
+func onlySh(t *testing.T) string {
+	dir := t.TempDir()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(sh, filepath.Join(dir, "sh")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // TestInitAndDoctorAgents checks docket init -agent for Gemini CLI and
