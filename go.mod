@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	filippo.io/edwards25519 v1.2.0
+	github.com/BurntSushi/toml v1.6.0
 	github.com/cedar-policy/cedar-go v1.9.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/transparency-dev/formats v0.1.1

@@ -115,8 +115,21 @@ func codexCalls(tool string, in map[string]any) ([]policy.Call, error) {
 		if argv, ok := in["command"].([]any); ok {
 			cmd = shellJoin(argv)
 		}
+		cwd := str(in, "workdir", "cwd")
+		if patch, ok := heredocPatch(cmd); ok {
+			// A model without a native patch tool sends the patch through
+			// the shell, and Codex applies it itself.
+			calls := patchCalls(patch)
+			if len(calls) == 0 {
+				return nil, inputErrorf("apply_patch names no file")
+			}
+			for i := range calls {
+				calls[i].Cwd = cwd
+			}
+			return calls, nil
+		}
 		c := call("Bash", map[string]any{"command": cmd, "description": str(in, "description")})
-		c.Cwd = str(in, "workdir", "cwd")
+		c.Cwd = cwd
 		return []policy.Call{c}, nil
 	case "apply_patch", "ApplyPatch":
 		patch := str(in, "command", "patch", "input")
@@ -148,6 +161,49 @@ func patchCalls(patch string) []policy.Call {
 		}
 	}
 	return calls
+}
+
+// heredocPatch returns the patch of a shell command that is exactly
+// `apply_patch <<'EOF'` (or applypatch, any delimiter, quoted or not)
+// followed by the patch and the delimiter line, and nothing else; with an
+// unquoted delimiter, the patch must hold nothing the shell expands. Any
+// other command, even one that also applies a patch, is gated as a command.
+func heredocPatch(cmd string) (string, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimLeft(cmd, " \t\n"), "apply_patch")
+	if !ok {
+		if rest, ok = strings.CutPrefix(strings.TrimLeft(cmd, " \t\n"), "applypatch"); !ok {
+			return "", false
+		}
+	}
+	rest = strings.TrimLeft(rest, " \t")
+	if rest, ok = strings.CutPrefix(rest, "<<"); !ok {
+		return "", false
+	}
+	header, body, ok := strings.Cut(rest, "\n")
+	if !ok {
+		return "", false
+	}
+	delim := strings.TrimSpace(header)
+	quoted := len(delim) >= 2 && (delim[0] == '\'' || delim[0] == '"') && delim[len(delim)-1] == delim[0]
+	if quoted {
+		delim = delim[1 : len(delim)-1]
+	} else if strings.ContainsAny(body, "$`\\") {
+		return "", false // the shell would expand the body: $(...) would run
+	}
+	if delim == "" || strings.ContainsAny(delim, " \t'\"$`\\;&|<>()") {
+		return "", false
+	}
+	lines := strings.Split(strings.TrimRight(body, " \t\n"), "\n")
+	if len(lines) == 0 || lines[len(lines)-1] != delim {
+		return "", false
+	}
+	patch := lines[:len(lines)-1]
+	for _, l := range patch {
+		if l == delim {
+			return "", false // a second command after the here-doc
+		}
+	}
+	return strings.Join(patch, "\n") + "\n", true
 }
 
 // shellJoin quotes an argv array into one shell command line.

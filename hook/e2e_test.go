@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -368,12 +369,14 @@ func TestInitAndDoctor(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &project{dir: dir, home: t.TempDir()}
+	// Only sh on PATH: init sets up the agents whose binaries it finds.
+	env := []string{"PATH=" + onlySh(t)}
 	existing := `{"permissions":{"allow":["Bash(ls:*)"]},"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"true"}]}]}}`
 	settings := filepath.Join(dir, ".claude", "settings.json")
 	writeFile(t, settings, []byte(existing), 0o644)
 	writeFile(t, filepath.Join(dir, ".gitignore"), []byte("node_modules"), 0o644)
 
-	if r := p.run(t, nil, nil, "init"); r.code != 0 {
+	if r := p.run(t, nil, env, "init"); r.code != 0 {
 		t.Fatalf("Init() = exit %d (%s), want 0", r.code, r.stderr)
 	}
 	first, _ := os.ReadFile(settings)
@@ -396,7 +399,7 @@ func TestInitAndDoctor(t *testing.T) {
 			t.Fatalf("Init() settings has no docket hook for %s: %s", ev, first)
 		}
 	}
-	if r := p.run(t, nil, nil, "init"); r.code != 0 {
+	if r := p.run(t, nil, env, "init"); r.code != 0 {
 		t.Fatalf("Init() again = exit %d (%s), want 0", r.code, r.stderr)
 	}
 	if second, _ := os.ReadFile(settings); string(second) != string(first) {
@@ -410,19 +413,102 @@ func TestInitAndDoctor(t *testing.T) {
 		t.Fatalf("issuer key: %v, want mode 0600", err)
 	}
 
-	if r := p.run(t, nil, nil, "doctor"); r.code != 0 || !strings.Contains(r.stdout, "the gate blocks") {
+	if r := p.run(t, nil, env, "doctor"); r.code != 0 || !strings.Contains(r.stdout, "the gate blocks") {
 		t.Fatalf("Doctor() = exit %d\n%s%s\nwant exit 0 and the gate blocks", r.code, r.stdout, r.stderr)
 	}
 	// A policy that permits everything: the hook runs but does not block.
 	writeFile(t, filepath.Join(dir, ".docket", "policy", "docket.cedar"), []byte(`@id("all") permit (principal, action, resource);`), 0o644)
-	if r := p.run(t, nil, nil, "doctor"); r.code != 2 || !strings.Contains(r.stdout, "allowed") {
+	if r := p.run(t, nil, env, "doctor"); r.code != 2 || !strings.Contains(r.stdout, "allowed") {
 		t.Fatalf("Doctor() with a permit-all policy = exit %d\n%s\nwant exit 2 and the call reported allowed", r.code, r.stdout)
 	}
 	// A hook command that is not there: Claude Code would let the call run.
 	broken := strings.ReplaceAll(string(first), docketBin+" hook pre", "/nonexistent/docket hook pre")
 	writeFile(t, settings, []byte(broken), 0o644)
-	if r := p.run(t, nil, nil, "doctor"); r.code != 2 || !strings.Contains(r.stdout, "lets the call run") {
+	if r := p.run(t, nil, env, "doctor"); r.code != 2 || !strings.Contains(r.stdout, "lets the call run") {
 		t.Fatalf("Doctor() with a missing hook binary = exit %d\n%s\nwant exit 2", r.code, r.stdout)
+	}
+}
+
+// onlySh returns a directory holding only sh, for a PATH on which no agent
+// CLI is found.
+func onlySh(t *testing.T) string {
+	dir := t.TempDir()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(sh, filepath.Join(dir, "sh")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestInitAndDoctorAgents checks docket init -agent for Gemini CLI and
+// Codex (their files, timeout units, what the user must still do) and that
+// docket doctor fails while their trust files keep the hooks from running.
+// e2e/agents_test.go does the same with the real CLIs.
+func TestInitAndDoctorAgents(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &project{dir: dir, home: t.TempDir()}
+	codexHome := filepath.Join(p.home, ".codex")
+	env := []string{"CODEX_HOME=" + codexHome, "GEMINI_CLI_HOME=", "GEMINI_CLI_TRUSTED_FOLDERS_PATH=", "GEMINI_CLI_TRUST_WORKSPACE="}
+	r := p.run(t, nil, env, "init", "-agent", "gemini,codex")
+	if r.code != 0 {
+		t.Fatalf("init -agent gemini,codex = exit %d (%s), want 0", r.code, r.stderr)
+	}
+	for _, want := range []string{"trust the folder", "/hooks"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("init -agent gemini,codex says\n%s\nwant what to do, with %q", r.stdout, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".claude")); err == nil {
+		t.Error("init -agent gemini,codex wrote Claude Code settings")
+	}
+	for _, tt := range []struct {
+		file, event, cmd string
+		timeout          int
+	}{
+		{".gemini/settings.json", "BeforeTool", docketBin + " hook pre -agent gemini", 30000},
+		{".codex/hooks.json", "PreToolUse", docketBin + " hook pre -agent codex", 30},
+	} {
+		data, err := os.ReadFile(filepath.Join(dir, tt.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			Hooks map[string][]struct {
+				Hooks []struct {
+					Command string
+					Timeout int
+				}
+			}
+		}
+		if err := json.Unmarshal(data, &s); err != nil {
+			t.Fatal(err)
+		}
+		if g := s.Hooks[tt.event]; len(g) != 1 || g[0].Hooks[0].Command != tt.cmd || g[0].Hooks[0].Timeout != tt.timeout {
+			t.Errorf("%s %s = %+v, want %q with timeout %d", tt.file, tt.event, g, tt.cmd, tt.timeout)
+		}
+	}
+	if r := p.run(t, nil, env, "init", "-agent", "all"); r.code != 0 || !strings.Contains(r.stdout, "kept hooks in .gemini/settings.json") {
+		t.Fatalf("init -agent all = exit %d\n%s%s\nwant the Gemini hooks kept", r.code, r.stdout, r.stderr)
+	}
+
+	r = p.run(t, nil, env, "doctor")
+	if r.code != 2 || !strings.Contains(r.stdout, "FAIL  gemini runs project hooks") || !strings.Contains(r.stdout, "FAIL  codex runs project hooks") {
+		t.Fatalf("doctor with untrusted Gemini and Codex = exit %d\n%s\nwant exit 2 and both trust checks failing", r.code, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "ok    gemini BeforeTool hook") || !strings.Contains(r.stdout, "ok    codex PreToolUse hook") {
+		t.Errorf("doctor = \n%s\nwant each agent's pre hook probed with its own event and blocking", r.stdout)
+	}
+	writeFile(t, filepath.Join(p.home, ".gemini", "trustedFolders.json"), []byte(fmt.Sprintf(`{%q: "TRUST_PARENT"}`, filepath.Join(dir, "sub"))), 0o644)
+	writeFile(t, filepath.Join(codexHome, "config.toml"), []byte(fmt.Sprintf("[projects.%q]\ntrust_level = \"trusted\"\n", dir)), 0o644)
+	r = p.run(t, nil, env, "doctor")
+	if r.code != 2 || !strings.Contains(r.stdout, "ok    gemini runs project hooks") || !strings.Contains(r.stdout, "hooks for PreToolUse, PostToolUse, SessionStart, SessionEnd are not trusted") {
+		t.Fatalf("doctor with Gemini trusted and Codex hooks untrusted = exit %d\n%s\nwant exit 2, Gemini passing, Codex's hooks failing", r.code, r.stdout)
 	}
 }
 

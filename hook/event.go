@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"sync"
 	"time"
 
 	"github.com/docketlog/docket/gate"
@@ -116,6 +118,10 @@ type Event struct {
 	// ToolOutputHash is the same construction over the tool response (or
 	// the error of a failed call); executions only.
 	ToolOutputHash string
+	// Failed is set on a post event of an agent without a failure event
+	// (Gemini CLI, Codex) whose tool response shows that the call failed:
+	// it is receipted as a PostToolUseFailure, as Claude Code's is.
+	Failed bool
 	// Calls are what the gate decides on: the call mapped to Claude Code
 	// tool names and inputs. Most events give one call; a Gemini web_fetch
 	// naming several URLs or a Codex patch touching several files give one
@@ -229,8 +235,44 @@ func ParseEvent(agent Agent, kind Kind, data []byte, dir string) (*Event, error)
 				ev.ToolOutputHash = sha256Ref(canon)
 			}
 		}
+		ev.Failed = kind == Post && agent != Claude && responseFailed(m)
 	}
 	return ev, nil
+}
+
+// exitRE finds a non-zero exit code where Gemini CLI ("Exit Code: 1") and
+// older Codex ("Exit code: 1", "exit_code") write it.
+var exitRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?mi)^\s*(?:exit code|"?exit_code"?)\s*[:=]\s*-?[1-9][0-9]*\b`)
+})
+
+// responseFailed reports whether a post event of an agent without a
+// failure event shows a failed call: an "error" member (in the event or the
+// tool response), or a non-zero exit code in the response's text. Codex
+// 0.169 sends a shell call's output as a plain string with no exit code,
+// so a failed Codex command is seen only when its output says so this way.
+func responseFailed(event map[string]any) bool {
+	if e, ok := event["error"]; ok && e != nil && e != "" {
+		return true
+	}
+	switch r := event["tool_response"].(type) {
+	case string:
+		return exitRE().MatchString(r)
+	case map[string]any:
+		if e, ok := r["error"]; ok && e != nil && e != "" {
+			return true
+		}
+		if c, ok := r["exit_code"].(interface{ Int64() (int64, error) }); ok {
+			n, _ := c.Int64()
+			return n != 0
+		}
+		for _, k := range []string{"llmContent", "output"} {
+			if s, ok := r[k].(string); ok && exitRE().MatchString(s) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // CallKey is the key that links the execution of a call to its decision:

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/docketlog/docket/policy"
@@ -49,6 +50,21 @@ func TestParseEventMapping(t *testing.T) {
 				{"Write", map[string]any{"file_path": "/etc/b.go"}, "/p"},
 				{"Write", map[string]any{"file_path": "c.go"}, "/p"},
 			}},
+		{"codex apply_patch here-doc through the shell", Codex, `{"session_id":"s","cwd":"/p","tool_name":"Bash","tool_input":{"command":"apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a.go\n+package a\n*** Delete File: /etc/passwd\n*** End Patch\nEOF\n"}}`,
+			[]call{
+				{"Write", map[string]any{"file_path": "a.go"}, "/p"},
+				{"Write", map[string]any{"file_path": "/etc/passwd"}, "/p"},
+			}},
+		{"codex applypatch unquoted here-doc in a workdir", Codex, `{"session_id":"s","cwd":"/p","tool_name":"Bash","tool_input":{"command":"applypatch <<PATCH\n*** Begin Patch\n*** Update File: b.go\n*** End Patch\nPATCH","workdir":"/w"}}`,
+			[]call{{"Edit", map[string]any{"file_path": "b.go"}, "/w"}}},
+		{"codex here-doc followed by a command", Codex, `{"session_id":"s","cwd":"/p","tool_name":"Bash","tool_input":{"command":"apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a.go\n*** End Patch\nEOF\nrm -rf /"}}`,
+			[]call{{"Bash", map[string]any{"command": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a.go\n*** End Patch\nEOF\nrm -rf /", "description": ""}, "/p"}}},
+		{"codex here-doc then a second one", Codex, `{"session_id":"s","cwd":"/p","tool_name":"Bash","tool_input":{"command":"apply_patch <<EOF\n*** Add File: a.go\nEOF\nrm -rf / <<EOF\nEOF"}}`,
+			[]call{{"Bash", map[string]any{"command": "apply_patch <<EOF\n*** Add File: a.go\nEOF\nrm -rf / <<EOF\nEOF", "description": ""}, "/p"}}},
+		{"codex unquoted here-doc the shell expands", Codex, `{"session_id":"s","cwd":"/p","tool_name":"Bash","tool_input":{"command":"apply_patch <<EOF\n*** Add File: a.go\n+$(rm -rf /)\nEOF"}}`,
+			[]call{{"Bash", map[string]any{"command": "apply_patch <<EOF\n*** Add File: a.go\n+$(rm -rf /)\nEOF", "description": ""}, "/p"}}},
+		{"codex apply_patch piped", Codex, `{"session_id":"s","cwd":"/p","tool_name":"Bash","tool_input":{"command":"apply_patch <<EOF | sh\n*** Add File: a.go\nEOF"}}`,
+			[]call{{"Bash", map[string]any{"command": "apply_patch <<EOF | sh\n*** Add File: a.go\nEOF", "description": ""}, "/p"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +136,72 @@ func FuzzParseEvent(f *testing.F) {
 		}
 		if slices.ContainsFunc(ev.Calls, func(c policy.Call) bool { return !filepath.IsAbs(c.Cwd) }) {
 			t.Fatalf("ParseEvent(%q) gave a call with a relative cwd", data)
+		}
+	})
+}
+
+// TestParseEventFailed checks that the post events of agents without a
+// failure event, captured from Gemini CLI 0.61 and Codex 0.169, are
+// receipted as failures when the response shows one.
+func TestParseEventFailed(t *testing.T) {
+	for _, tt := range []struct {
+		agent   Agent
+		fixture string
+		event   string // instead of fixture
+		want    bool
+	}{
+		{agent: Gemini, fixture: "gemini/after-tool-failed.json", want: true},
+		{agent: Gemini, fixture: "gemini/after-tool-shell.json"},
+		{agent: Gemini, event: `{"session_id":"s","tool_name":"read_file","tool_input":{},"tool_response":{"llmContent":"","error":{"message":"File not found","type":"file_not_found"}}}`, want: true},
+		{agent: Codex, fixture: "codex/post-bash.json"},
+		// Codex 0.169 sends no exit code: this failure cannot be seen.
+		{agent: Codex, fixture: "codex/post-bash-failed.json"},
+		{agent: Codex, event: `{"session_id":"s","tool_name":"Bash","tool_input":{},"tool_response":"Exit code: 2\nWall time: 0.1 seconds\nOutput:\nno such file"}`, want: true},
+		{agent: Codex, event: `{"session_id":"s","tool_name":"Bash","tool_input":{},"tool_response":{"output":"x","exit_code":1}}`, want: true},
+		// Claude Code has PostToolUseFailure: its PostToolUse is a success.
+		{agent: Claude, event: `{"session_id":"s","tool_name":"Bash","tool_input":{},"tool_response":"Exit code: 2"}`},
+	} {
+		data := []byte(tt.event)
+		if tt.fixture != "" {
+			var err error
+			if data, err = os.ReadFile(filepath.Join("..", "testdata", "hook", tt.fixture)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ev, err := ParseEvent(tt.agent, Post, data, "/p")
+		if err != nil {
+			t.Fatalf("ParseEvent(%s%s) = %v", tt.fixture, tt.event, err)
+		}
+		if ev.Failed != tt.want {
+			t.Errorf("ParseEvent(%s%s).Failed = %v, want %v", tt.fixture, tt.event, ev.Failed, tt.want)
+		}
+	}
+}
+
+// FuzzHeredocPatch checks that a command is taken for a patch only when it
+// is one apply_patch here-doc, so that nothing else runs ungated.
+func FuzzHeredocPatch(f *testing.F) {
+	f.Add("apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a\n*** End Patch\nEOF\n")
+	f.Add("apply_patch <<EOF\nx\nEOF\nrm -rf /")
+	f.Add("applypatch <<\"P\"\nP")
+	f.Add("apply_patch <<EOF\n*** Add File: a\n+$(rm -rf /)\nEOF")
+	f.Fuzz(func(t *testing.T, cmd string) {
+		patch, ok := heredocPatch(cmd)
+		if !ok {
+			return
+		}
+		head := strings.TrimLeft(cmd, " \t\n")
+		if !strings.HasPrefix(head, "apply_patch") && !strings.HasPrefix(head, "applypatch") {
+			t.Fatalf("heredocPatch(%q) = ok for a command that is not apply_patch", cmd)
+		}
+		if strings.ContainsAny(strings.SplitN(head, "\n", 2)[0], ";&|`$()") {
+			t.Fatalf("heredocPatch(%q) = ok with more than a here-doc on its first line", cmd)
+		}
+		if !strings.Contains(strings.SplitN(head, "\n", 2)[0], "'") && !strings.Contains(strings.SplitN(head, "\n", 2)[0], `"`) && strings.ContainsAny(patch, "$`") {
+			t.Fatalf("heredocPatch(%q) = ok for an unquoted here-doc the shell expands", cmd)
+		}
+		if !strings.HasSuffix(patch, "\n") {
+			t.Fatalf("heredocPatch(%q) = %q, want a patch ending in a newline", cmd, patch)
 		}
 	})
 }

@@ -7,8 +7,11 @@
 // reason on stderr blocks; a hookSpecificOutput.permissionDecision "ask"
 // answer on stdout asks the user), Gemini CLI (BeforeTool, AfterTool,
 // SessionStart, SessionEnd; exit 2 blocks) and Codex (PreToolUse,
-// PostToolUse, SessionStart; exit 2 blocks), mapping the other agents' tool
-// names and inputs to Claude Code's before the policy sees them.
+// PostToolUse, SessionStart, SessionEnd; exit 2 blocks), mapping the other
+// agents' tool names and inputs to Claude Code's before the policy sees
+// them. It also installs their project hooks ([Settings.Install]) and reads
+// their trust files ([CheckTrust]): Gemini CLI and Codex silently run no
+// project hook until the user trusts the folder, project and hooks.
 //
 // These agents fail open: a hook that crashes, times out or exits 1 lets the
 // tool run. So the pre hook fails closed: every failure — empty, oversized or
@@ -303,8 +306,12 @@ func record(opts Options, data []byte) error {
 		return fmt.Errorf("issuer key: %w", err)
 	}
 	g := &gate.Gate{Store: opts.Store, Key: key, Home: opts.Home}
+	hookEvent := opts.Kind.HookEvent()
+	if ev.Failed {
+		hookEvent = receipts.PostToolUseFailure
+	}
 	r, err := g.Record(gate.Event{
-		HookEvent: opts.Kind.HookEvent(),
+		HookEvent: hookEvent,
 		SessionID: ev.SessionID,
 		Agent:     opts.Agent.ReceiptName(),
 		ToolName:  ev.ToolName, ToolUseID: ev.ToolUseID,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/receipts"
@@ -25,24 +26,72 @@ type InstallEvent struct {
 	Kind  Kind   // the docket hook it runs
 	// Matcher: the event takes a tool matcher ("*" is installed).
 	Matcher bool
+	// MaxTimeout, if set, is the longest timeout the agent allows for the
+	// event, in seconds: it is installed instead of HookTimeout.
+	MaxTimeout int
 }
 
 // Installs returns where an agent's project hooks are configured, relative
-// to the project, and the events Docket installs there. Only Claude Code
-// (.claude/settings.json) is installed today; Gemini CLI
-// (.gemini/settings.json) and Codex (.codex/hooks.json) keep hooks in the
-// same shape and will be added here.
+// to the project, and the events Docket installs there. All three agents
+// keep hooks in Claude Code's shape ({"hooks": {event: [{matcher, hooks:
+// [{type, command, timeout}]}]}); see [Agent.TimeoutUnit] for the unit of
+// the timeout.
+//
+// Gemini CLI has no failure event (a failed call is an ordinary
+// AfterTool) and Codex none either (an ordinary PostToolUse): their post
+// hook records a failure from the tool response (see [ParseEvent]).
 func (a Agent) Installs() (path string, events []InstallEvent, err error) {
-	if a != Claude {
-		return "", nil, fmt.Errorf("installing %s hooks is not supported yet", a)
+	switch a {
+	case Claude:
+		return filepath.Join(".claude", "settings.json"), []InstallEvent{
+			{Event: receipts.PreToolUse, Kind: Pre, Matcher: true},
+			{Event: receipts.PostToolUse, Kind: Post, Matcher: true},
+			{Event: receipts.PostToolUseFailure, Kind: PostFailure, Matcher: true},
+			{Event: receipts.SessionStart, Kind: SessionStart},
+			{Event: receipts.SessionEnd, Kind: SessionEnd},
+		}, nil
+	case Gemini:
+		return filepath.Join(".gemini", "settings.json"), []InstallEvent{
+			{Event: "BeforeTool", Kind: Pre, Matcher: true},
+			{Event: "AfterTool", Kind: Post, Matcher: true},
+			{Event: receipts.SessionStart, Kind: SessionStart},
+			{Event: receipts.SessionEnd, Kind: SessionEnd},
+		}, nil
+	case Codex:
+		return filepath.Join(".codex", "hooks.json"), []InstallEvent{
+			{Event: receipts.PreToolUse, Kind: Pre, Matcher: true},
+			{Event: receipts.PostToolUse, Kind: Post, Matcher: true},
+			{Event: receipts.SessionStart, Kind: SessionStart},
+			// Codex clamps a SessionEnd hook to 3 s (and warns at every start).
+			{Event: receipts.SessionEnd, Kind: SessionEnd, MaxTimeout: 3},
+		}, nil
 	}
-	return filepath.Join(".claude", "settings.json"), []InstallEvent{
-		{receipts.PreToolUse, Pre, true},
-		{receipts.PostToolUse, Post, true},
-		{receipts.PostToolUseFailure, PostFailure, true},
-		{receipts.SessionStart, SessionStart, false},
-		{receipts.SessionEnd, SessionEnd, false},
-	}, nil
+	return "", nil, fmt.Errorf("installing %s hooks is not supported", a)
+}
+
+// TimeoutUnit is the unit of the "timeout" of the agent's hooks: Gemini
+// CLI counts milliseconds, Claude Code and Codex seconds.
+func (a Agent) TimeoutUnit() time.Duration {
+	if a == Gemini {
+		return time.Millisecond
+	}
+	return time.Second
+}
+
+// PreEvent is the agent's name for the event the pre hook runs on.
+func (a Agent) PreEvent() string {
+	if a == Gemini {
+		return "BeforeTool"
+	}
+	return receipts.PreToolUse
+}
+
+// ShellTool is the name the agent gives its shell tool in hook events.
+func (a Agent) ShellTool() string {
+	if a == Gemini {
+		return "run_shell_command"
+	}
+	return "Bash"
 }
 
 // Settings is an agent's settings file with hooks in Claude Code's shape: a
@@ -86,10 +135,15 @@ func (s *Settings) hooks() (map[string]any, error) {
 	return hooks, nil
 }
 
-// Install adds a hook running `command hook <kind>` for every event that
-// does not run that docket hook yet, and returns the events it added.
+// Install adds a hook running `command hook <kind>` for every event of
+// agent that does not run that docket hook yet, with a timeout of
+// HookTimeout seconds in the agent's unit, and returns the events it added.
 // Existing settings and hooks are kept. It changes s only; see Write.
-func (s *Settings) Install(events []InstallEvent, command string) ([]string, error) {
+func (s *Settings) Install(agent Agent, command string) ([]string, error) {
+	_, events, err := agent.Installs()
+	if err != nil {
+		return nil, err
+	}
 	hooks, err := s.hooks()
 	if err != nil {
 		return nil, err
@@ -106,11 +160,15 @@ func (s *Settings) Install(events []InstallEvent, command string) ([]string, err
 		if len(commands(groups, "", h.Kind)) > 0 {
 			continue
 		}
+		timeout := time.Duration(HookTimeout)
+		if h.MaxTimeout > 0 {
+			timeout = time.Duration(min(HookTimeout, h.MaxTimeout))
+		}
 		group := map[string]any{
 			"hooks": []any{map[string]any{
 				"type":    "command",
-				"command": command + " hook " + string(h.Kind),
-				"timeout": HookTimeout,
+				"command": command + hookArgs(agent, h.Kind),
+				"timeout": int((timeout * time.Second) / agent.TimeoutUnit()),
 			}},
 		}
 		if h.Matcher {
@@ -123,6 +181,14 @@ func (s *Settings) Install(events []InstallEvent, command string) ([]string, err
 		s.m["hooks"] = hooks
 	}
 	return added, nil
+}
+
+// hookArgs are the arguments of `docket hook` for an agent's hook kind.
+func hookArgs(agent Agent, kind Kind) string {
+	if agent == Claude {
+		return " hook " + string(kind)
+	}
+	return " hook " + string(kind) + " -agent " + string(agent)
 }
 
 // Write writes the settings back, durably, as indented JSON.
@@ -169,9 +235,12 @@ func commands(groups []any, tool string, kind Kind) []InstalledHook {
 				continue
 			}
 			ih := InstalledHook{Matcher: matcher, Command: cmd}
-			if t, ok := hm["timeout"].(interface{ Int64() (int64, error) }); ok {
+			switch t := hm["timeout"].(type) {
+			case interface{ Int64() (int64, error) }:
 				n, _ := t.Int64()
 				ih.Timeout = int(n)
+			case int:
+				ih.Timeout = t
 			}
 			out = append(out, ih)
 		}

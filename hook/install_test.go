@@ -8,7 +8,7 @@ import (
 )
 
 func TestSettingsInstall(t *testing.T) {
-	name, events, err := Claude.Installs()
+	name, _, err := Claude.Installs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestSettingsInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	added, err := s.Install(events, "/usr/bin/docket")
+	added, err := s.Install(Claude, "/usr/bin/docket")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestSettingsInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if added, err := s.Install(events, "/usr/bin/docket"); err != nil || len(added) != 0 {
+	if added, err := s.Install(Claude, "/usr/bin/docket"); err != nil || len(added) != 0 {
 		t.Errorf("second Install added %v, %v; want nothing", added, err)
 	}
 	if _, ok := s.m["permissions"]; !ok {
@@ -60,7 +60,6 @@ func TestSettingsInstall(t *testing.T) {
 
 func TestSettingsRefused(t *testing.T) {
 	dir := t.TempDir()
-	_, events, _ := Claude.Installs()
 	for _, tt := range []struct{ name, data, want string }{
 		{"not JSON", `{"hooks":`, "not changing it"},
 		{"hooks not an object", `{"hooks":[]}`, "hooks is not an object"},
@@ -72,14 +71,56 @@ func TestSettingsRefused(t *testing.T) {
 		}
 		s, err := ReadSettings(path)
 		if err == nil {
-			_, err = s.Install(events, "docket")
+			_, err = s.Install(Claude, "docket")
 		}
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want an error saying %q", tt.name, err, tt.want)
 		}
 	}
-	if _, _, err := Gemini.Installs(); err == nil {
-		t.Error("Gemini.Installs() succeeded; installing Gemini hooks is not written yet")
+	if _, _, err := Agent("cursor").Installs(); err == nil {
+		t.Error("Installs() of an unknown agent succeeded")
+	}
+}
+
+// TestAgentInstall checks each agent's config file, events, hook command
+// and timeout unit: Gemini CLI counts milliseconds, the others seconds.
+func TestAgentInstall(t *testing.T) {
+	for _, tt := range []struct {
+		agent   Agent
+		path    string
+		events  string
+		pre     string
+		timeout int
+	}{
+		{Claude, ".claude/settings.json", "PreToolUse,PostToolUse,PostToolUseFailure,SessionStart,SessionEnd", "PreToolUse", 30},
+		{Gemini, ".gemini/settings.json", "BeforeTool,AfterTool,SessionStart,SessionEnd", "BeforeTool", 30000},
+		{Codex, ".codex/hooks.json", "PreToolUse,PostToolUse,SessionStart,SessionEnd", "PreToolUse", 30},
+	} {
+		t.Run(string(tt.agent), func(t *testing.T) {
+			name, _, err := tt.agent.Installs()
+			if err != nil || name != filepath.FromSlash(tt.path) {
+				t.Fatalf("Installs() = %q, %v; want %s", name, err, tt.path)
+			}
+			s, err := ReadSettings(filepath.Join(t.TempDir(), name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			added, err := s.Install(tt.agent, "/usr/bin/docket")
+			if got := strings.Join(added, ","); err != nil || got != tt.events {
+				t.Errorf("Install added %s, %v; want %s", got, err, tt.events)
+			}
+			pre := s.Installed(tt.pre, tt.agent.ShellTool(), Pre)
+			want := "/usr/bin/docket hook pre -agent " + string(tt.agent)
+			if tt.agent == Claude {
+				want = "/usr/bin/docket hook pre"
+			}
+			if len(pre) != 1 || pre[0].Command != want || pre[0].Timeout != tt.timeout {
+				t.Errorf("Installed(%s) = %+v; want command %q, timeout %d", tt.pre, pre, want, tt.timeout)
+			}
+			if added, _ := s.Install(tt.agent, "/usr/bin/docket"); len(added) != 0 {
+				t.Errorf("second Install added %v; want nothing", added)
+			}
+		})
 	}
 }
 
@@ -110,38 +151,44 @@ func FuzzSettingsInstall(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	_, events, _ := Claude.Installs()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(t.TempDir(), "settings.json")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s, err := ReadSettings(path)
-		if err == nil {
-			_, err = s.Install(events, "/bin/docket")
-		}
-		if err != nil {
-			return
-		}
-		if err := s.Write(); err != nil {
-			t.Fatal(err)
-		}
-		again, err := ReadSettings(path)
-		if err != nil {
-			t.Fatalf("settings written by Install do not read back: %v", err)
-		}
-		if added, err := again.Install(events, "/bin/docket"); err != nil || len(added) != 0 {
-			t.Fatalf("second Install = %v, %v; want nothing added", added, err)
-		}
-		for _, ev := range events {
-			if len(again.Installed(ev.Event, "", ev.Kind)) == 0 {
-				t.Fatalf("no docket hook %s for %s after Install", ev.Kind, ev.Event)
-			}
-		}
-		for k := range s.m {
-			if _, ok := again.m[k]; !ok {
-				t.Fatalf("Install dropped the member %q", k)
-			}
+		for _, agent := range []Agent{Claude, Gemini, Codex} {
+			fuzzInstall(t, agent, data)
 		}
 	})
+}
+
+func fuzzInstall(t *testing.T, agent Agent, data []byte) {
+	_, events, _ := agent.Installs()
+	path := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSettings(path)
+	if err == nil {
+		_, err = s.Install(agent, "/bin/docket")
+	}
+	if err != nil {
+		return
+	}
+	if err := s.Write(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ReadSettings(path)
+	if err != nil {
+		t.Fatalf("%s settings written by Install do not read back: %v", agent, err)
+	}
+	if added, err := again.Install(agent, "/bin/docket"); err != nil || len(added) != 0 {
+		t.Fatalf("second Install(%s) = %v, %v; want nothing added", agent, added, err)
+	}
+	for _, ev := range events {
+		if len(again.Installed(ev.Event, "", ev.Kind)) == 0 {
+			t.Fatalf("no docket hook %s for %s after Install(%s)", ev.Kind, ev.Event, agent)
+		}
+	}
+	for k := range s.m {
+		if _, ok := again.m[k]; !ok {
+			t.Fatalf("Install(%s) dropped the member %q", agent, k)
+		}
+	}
 }

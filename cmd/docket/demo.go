@@ -36,7 +36,8 @@ real processes on loopback ports, and says what each step proves:
 
     1. three witnesses (docket-witness) and a log (docket-log, Tessera POSIX
        storage) that publishes only checkpoints two of them cosigned;
-    2. docket init in a fresh project: issuer key, default Cedar policy, hooks;
+    2. docket init -agent all in a fresh project: issuer key, default Cedar
+       policy, the hooks of Claude Code, Gemini CLI and Codex;
     3. an agent session: each tool call goes through "docket hook pre" exactly
        as Claude Code runs it (JSON on stdin, exit 2 blocks), and each call
        that ran through "docket hook post";
@@ -136,8 +137,8 @@ func demo(ctx context.Context, w io.Writer, dir string) error {
 		d.step("1. (skipped: %s; the demo verifies the local chain only)", why)
 	}
 
-	d.step("2. docket init: issuer key, default Cedar policy, Claude Code hooks")
-	initArgs := []string{"init", "-command", self}
+	d.step("2. docket init -agent all: issuer key, default Cedar policy, the hooks of each agent (one line each)")
+	initArgs := []string{"init", "-agent", "all", "-command", self}
 	if logURL != "" {
 		initArgs = append(initArgs, "-log", logURL, "-log-key", logVKey, "-witness-policy", policyPath)
 	}

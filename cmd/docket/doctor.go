@@ -24,17 +24,27 @@ import (
 const doctorUsage = `Usage:
     docket doctor
 
-Checks the project's Docket setup the way Claude Code will use it: the
-issuer key, the policy, the log configuration, and — what matters — that the
-PreToolUse hook installed in .claude/settings.json really blocks. It runs
-every docket pre hook command found there through sh, exactly as Claude Code
-does, with a synthetic Bash call that the gate must deny (rm -rf /), and
-checks that it exits 2 with a reason. The synthetic denial is recorded in
-the session "docket-doctor".
+Checks the project's Docket setup the way each agent will use it: the
+issuer key, the policy, the log configuration, and — what matters — for
+every agent configured in the project (.claude/settings.json,
+.gemini/settings.json, .codex/hooks.json):
+
+  - the hook configuration parses and installs the docket pre hook for
+    the agent's shell tool;
+  - the agent will run the project's hooks at all: Gemini CLI only in a
+    trusted folder (~/.gemini/trustedFolders.json), Codex only in a trusted
+    project whose hooks are trusted too (~/.codex/config.toml); otherwise
+    they run none, silently;
+  - every docket pre hook command found there blocks: it is run through sh,
+    exactly as the agent runs it, with the agent's own event for a shell
+    call the gate must deny (rm -rf /), and must exit 2 with a reason.
+
+Every failing check is printed with the fix in one line. The synthetic
+denials are recorded in the session "docket-doctor".
 
 Exit codes:
-    0  the gate blocks
-    2  the gate does not block, or the setup is broken
+    0  the gate blocks for every configured agent
+    2  a check failed: the gate does not block, or the hooks would not run
 `
 
 // doctorSession is the session the synthetic denials are recorded in.
@@ -57,6 +67,9 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if err != nil {
 			ok = false
 			fmt.Fprintf(stdout, "FAIL  %s: %v\n", name, err)
+			if ue := (*hook.UntrustedError)(nil); errors.As(err, &ue) {
+				fmt.Fprintf(stdout, "      fix: %s\n", ue.Fix)
+			}
 			return
 		}
 		fmt.Fprintf(stdout, "ok    %s%s\n", name, detail)
@@ -84,26 +97,44 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return ": no log configured (receipts stay local)"
 	}())
 
-	name, events, _ := hook.Claude.Installs()
-	path := filepath.Join(project, name)
-	settings, err := hook.ReadSettings(path)
-	if err != nil {
-		check("settings", err, "")
-		return 2
-	}
-	for _, h := range events[1:] {
-		if len(settings.Installed(h.Event, "", h.Kind)) == 0 {
-			fmt.Fprintf(stdout, "warn  %s: no docket hook %s installed; executions or sessions go unrecorded\n", h.Event, h.Kind)
+	// The agents configured in the project; Claude Code when none is, so
+	// that a project without hooks fails with the fix.
+	var agents []hook.Agent
+	for _, agent := range []hook.Agent{hook.Claude, hook.Gemini, hook.Codex} {
+		name, _, _ := agent.Installs()
+		if _, err := os.Stat(filepath.Join(project, name)); err == nil {
+			agents = append(agents, agent)
 		}
 	}
-	pre := settings.Installed(receipts.PreToolUse, "Bash", hook.Pre)
-	if len(pre) == 0 {
-		check("PreToolUse hook", fmt.Errorf("no docket hook pre for Bash in %s: the gate is not installed", rel(project, path)), "")
-		hintf(stderr, "run docket init")
-		return 2
+	if len(agents) == 0 {
+		agents = []hook.Agent{hook.Claude}
 	}
-	for _, h := range pre {
-		check("PreToolUse hook "+h.Command, probeHook(project, h), ": blocks a denied call (exit 2)")
+	for _, agent := range agents {
+		name, events, _ := agent.Installs()
+		path := filepath.Join(project, name)
+		settings, err := hook.ReadSettings(path)
+		if err != nil {
+			check(string(agent)+" settings", err, "")
+			continue
+		}
+		for _, h := range events[1:] {
+			if len(settings.Installed(h.Event, "", h.Kind)) == 0 {
+				fmt.Fprintf(stdout, "warn  %s %s: no docket hook %s installed in %s; executions or sessions go unrecorded\n", agent, h.Event, h.Kind, rel(project, path))
+			}
+		}
+		pre := settings.Installed(agent.PreEvent(), agent.ShellTool(), hook.Pre)
+		if len(pre) == 0 {
+			check(fmt.Sprintf("%s %s hook", agent, agent.PreEvent()), &hook.UntrustedError{Agent: agent,
+				Reason: fmt.Sprintf("no docket hook pre for %s in %s: the gate is not installed", agent.ShellTool(), rel(project, path)),
+				Fix:    "docket init -agent " + string(agent)}, "")
+			continue
+		}
+		if agent != hook.Claude {
+			check(fmt.Sprintf("%s runs project hooks", agent), hook.CheckTrust(agent, project, os.Getenv), "")
+		}
+		for _, h := range pre {
+			check(fmt.Sprintf("%s %s hook %s", agent, agent.PreEvent(), h.Command), probeHook(project, agent, h), ": blocks a denied call (exit 2)")
+		}
 	}
 	if !ok {
 		return 2
@@ -113,7 +144,11 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(stdout, "note  this docket is linked with libc (CGO_ENABLED=1); a static build starts each hook about 1.3 ms sooner")
 		hintf(stderr, "CGO_ENABLED=0 go install github.com/docketlog/docket/cmd/docket@latest")
 	}
-	fmt.Fprintln(stdout, "the gate blocks")
+	names := make([]string, len(agents))
+	for i, a := range agents {
+		names[i] = string(a)
+	}
+	fmt.Fprintf(stdout, "the gate blocks (%s)\n", strings.Join(names, ", "))
 	return 0
 }
 
@@ -132,29 +167,43 @@ func cgoBuild() bool {
 	return false
 }
 
-// probeHook runs an installed pre hook command as Claude Code does (sh -c,
-// JSON event on stdin, CLAUDE_PROJECT_DIR set, the hook's timeout) with a
-// call the gate must deny, and reports whether it blocked.
-func probeHook(project string, h hook.InstalledHook) error {
-	event, _ := json.Marshal(map[string]any{
+// probeHook runs an installed pre hook command as the agent does (sh -c,
+// the agent's JSON event on stdin, its project directory variables, the
+// hook's timeout in the agent's unit) with a shell call the gate must deny,
+// and reports whether it blocked.
+func probeHook(project string, agent hook.Agent, h hook.InstalledHook) error {
+	event := map[string]any{
 		"session_id":      doctorSession,
 		"transcript_path": filepath.Join(project, ".docket", "doctor.jsonl"),
 		"cwd":             project,
-		"hook_event_name": receipts.PreToolUse,
-		"tool_name":       "Bash",
+		"hook_event_name": agent.PreEvent(),
+		"tool_name":       agent.ShellTool(),
 		"tool_input":      map[string]any{"command": "rm -rf /", "description": "docket doctor: synthetic call the gate must deny"},
-		"tool_use_id":     fmt.Sprintf("docket-doctor-%d", time.Now().UnixNano()),
-	})
-	timeout := 60 * time.Second // Claude Code's default hook timeout
+	}
+	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+project)
+	switch agent {
+	case hook.Claude:
+		event["tool_use_id"] = fmt.Sprintf("docket-doctor-%d", time.Now().UnixNano())
+	case hook.Gemini:
+		event["timestamp"] = time.Now().UTC().Format(time.RFC3339)
+		env = append(env, "GEMINI_PROJECT_DIR="+project)
+	case hook.Codex:
+		event["tool_use_id"] = fmt.Sprintf("docket-doctor-%d", time.Now().UnixNano())
+		event["turn_id"] = "docket-doctor"
+		event["model"] = "docket-doctor"
+		event["permission_mode"] = "default"
+	}
+	data, _ := json.Marshal(event)
+	timeout := 60 * time.Second // the agents' default hook timeout
 	if h.Timeout > 0 {
-		timeout = time.Duration(h.Timeout) * time.Second
+		timeout = time.Duration(h.Timeout) * agent.TimeoutUnit()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", h.Command)
 	cmd.Dir = project
-	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+project)
-	cmd.Stdin = bytes.NewReader(event)
+	cmd.Env = env
+	cmd.Stdin = bytes.NewReader(data)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
@@ -162,15 +211,15 @@ func probeHook(project string, h hook.InstalledHook) error {
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("timed out after %v: Claude Code lets the call run", timeout)
+		return fmt.Errorf("timed out after %v: %s lets the call run", timeout, agent)
 	case errors.As(err, &ee) && ee.ExitCode() == 2 && reason != "":
 		return nil
 	case errors.As(err, &ee) && ee.ExitCode() == 2:
 		return errors.New("exit 2 without a reason on stderr")
 	case errors.As(err, &ee):
-		return fmt.Errorf("exit %d (%s): Claude Code lets the call run", ee.ExitCode(), firstLine(reason))
+		return fmt.Errorf("exit %d (%s): %s lets the call run", ee.ExitCode(), firstLine(reason), agent)
 	case err != nil:
-		return fmt.Errorf("%v: Claude Code lets the call run", err)
+		return fmt.Errorf("%v: %s lets the call run", err, agent)
 	}
 	return errors.New("exit 0: the call was allowed; the policy does not deny rm -rf /")
 }

@@ -8,7 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/docketlog/docket/hook"
@@ -26,14 +28,23 @@ directory), keeping whatever is already there:
     .docket/issuer.key         a new Ed25519 issuer key (mode 0600)
     .docket/policy/docket.cedar  the default policy, if there is no policy yet
     .docket/config.json        the log to submit receipts to (with -log)
-    .claude/settings.json      PreToolUse, PostToolUse, PostToolUseFailure,
-                               SessionStart and SessionEnd hooks, merged into
-                               the existing settings
+    .claude/settings.json      Claude Code: PreToolUse, PostToolUse,
+                               PostToolUseFailure, SessionStart, SessionEnd
+    .gemini/settings.json      Gemini CLI: BeforeTool, AfterTool,
+                               SessionStart, SessionEnd (timeouts in ms)
+    .codex/hooks.json          Codex: PreToolUse, PostToolUse, SessionStart,
+                               SessionEnd
     .gitignore                 the key, sessions, proofs and spool
 
-Running it again changes nothing that is already set up.
+Hooks are merged into the existing settings, never replacing them. Running
+it again changes nothing that is already set up. It then says what you must
+still do for the agent to run project hooks at all (trust the folder, trust
+the hooks): until then Gemini CLI and Codex silently run none.
 
 Options:
+    -agent NAMES           claude, gemini, codex or all, comma-separated
+                           (default: the agents whose project directory or
+                           binary is present, else claude)
     -log URL               submit receipts to this docket-log
     -log-key VKEY          the log's checkpoint key (note vkey); needed with -log
     -witness-policy FILE   C2SP tlog-policy file of the witnesses proofs must satisfy
@@ -45,6 +56,8 @@ Options:
 
 Examples:
     docket init
+    docket init -agent gemini
+    docket init -agent all
     docket init -log https://log.example.com -log-key 'log.example.com+1234abcd+AQ…'
 `
 
@@ -61,6 +74,7 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	witness := fs.String("witness-policy", "", "")
 	command := fs.String("command", "", "")
 	requireLog := fs.Bool("require-log", false, "")
+	agentNames := fs.String("agent", "", "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -71,6 +85,11 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	project, err := store.ProjectDir()
 	if err != nil {
 		errorf(stderr, "%v", err)
+		return 2
+	}
+	agents, err := initAgents(project, *agentNames)
+	if err != nil {
+		errorf(stderr, "init: %v", err)
 		return 2
 	}
 	s := store.Open(project)
@@ -88,9 +107,11 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		func() (string, error) { return initKey(s) },
 		func() (string, error) { return initPolicy(s) },
 		func() (string, error) { return initConfig(s, *logURL, *logKey, *witness, *requireLog) },
-		func() (string, error) { return initSettings(project, *command) },
-		func() (string, error) { return initGitignore(project) },
 	}
+	for _, a := range agents {
+		steps = append(steps, func() (string, error) { return initSettings(project, a, *command) })
+	}
+	steps = append(steps, func() (string, error) { return initGitignore(project) })
 	for _, step := range steps {
 		msg, err := step()
 		if err != nil {
@@ -101,8 +122,47 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			fmt.Fprintln(stdout, msg)
 		}
 	}
+	for _, a := range agents {
+		if todo := hook.TrustAdvice(a, project); todo != "" {
+			fmt.Fprintf(stdout, "to do: %s\n", todo)
+		}
+	}
 	fmt.Fprintf(stdout, "docket is set up in %s; run docket doctor to check that the gate blocks\n", project)
 	return 0
+}
+
+// initAgents parses -agent, or picks the agents in use: those whose
+// project directory (.claude, .gemini, .codex) or binary is present, and
+// Claude Code when there is none.
+func initAgents(project, names string) ([]hook.Agent, error) {
+	all := []hook.Agent{hook.Claude, hook.Gemini, hook.Codex}
+	var agents []hook.Agent
+	if names == "" {
+		for _, a := range all {
+			if fi, err := os.Stat(filepath.Join(project, "."+string(a))); err == nil && fi.IsDir() {
+				agents = append(agents, a)
+			} else if _, err := exec.LookPath(string(a)); err == nil {
+				agents = append(agents, a)
+			}
+		}
+		if len(agents) == 0 {
+			agents = []hook.Agent{hook.Claude}
+		}
+		return agents, nil
+	}
+	for _, n := range strings.Split(names, ",") {
+		if n = strings.TrimSpace(n); n == "all" {
+			return all, nil
+		}
+		a, err := hook.ParseAgent(n)
+		if err != nil || n == "" {
+			return nil, fmt.Errorf("-agent: unknown agent %q (want claude, gemini, codex or all)", n)
+		}
+		if !slices.Contains(agents, a) {
+			agents = append(agents, a)
+		}
+	}
+	return agents, nil
 }
 
 func initKey(s *store.Store) (string, error) {
@@ -172,11 +232,11 @@ func initConfig(s *store.Store, logURL, logKey, witness string, requireLog bool)
 	return "wrote " + rel(s.Project, s.ConfigPath()) + " (log " + logURL + ")", nil
 }
 
-// initSettings merges docket's hooks into .claude/settings.json. Existing
-// settings and hooks are kept; an event that already runs `docket hook
-// <kind>` is left alone.
-func initSettings(project, command string) (string, error) {
-	name, events, err := hook.Claude.Installs()
+// initSettings merges docket's hooks into the agent's project hook
+// configuration. Existing settings and hooks are kept; an event that
+// already runs `docket hook <kind>` is left alone.
+func initSettings(project string, agent hook.Agent, command string) (string, error) {
+	name, _, err := agent.Installs()
 	if err != nil {
 		return "", err
 	}
@@ -185,7 +245,10 @@ func initSettings(project, command string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	added, err := settings.Install(events, command)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	added, err := settings.Install(agent, command)
 	if err != nil {
 		return "", err
 	}
