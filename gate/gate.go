@@ -50,6 +50,12 @@ type Call struct {
 	// Start is when handling the call started; hook_latency_ms is measured
 	// from it. Zero means when Decide is called.
 	Start time.Time
+	// Refusal, when set, is the decision (a deny) without asking the
+	// policy: the call could not be checked (the MCP gate's strict parse or
+	// PIC verification failed). It is signed like any decision.
+	Refusal *policy.Decision
+	// ProposalDigest is the digest of the call's PIC proposal, if any.
+	ProposalDigest string
 }
 
 // Decision is a signed decision.
@@ -73,10 +79,17 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 		c.Start = time.Now()
 	}
 	var d Decision
-	if g.PolicyErr != nil || g.Engine == nil {
+	switch {
+	case c.Refusal != nil:
+		d.Decision = *c.Refusal
+		d.Decision.Decision = policy.Deny
+		if g.Engine != nil {
+			d.PolicyDigest = g.Engine.Digest()
+		}
+	case g.PolicyErr != nil || g.Engine == nil:
 		d.Decision = policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
 			Message: fmt.Sprintf("policy: %v (fix it, then run docket policy check)", g.PolicyErr)}
-	} else {
+	default:
 		d.PolicyDigest = g.Engine.Digest()
 		d.Decision = Evaluate(ctx, g.Engine, c.Requests, g.Store.Project, g.Home)
 	}
@@ -100,6 +113,7 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 			PolicyDigest:        d.PolicyDigest,
 			PolicyIDs:           d.PolicyIDs,
 			HookLatencyMs:       &latency,
+			ProposalDigest:      c.ProposalDigest,
 		})
 		d.Receipt = rec
 		return rec, err
@@ -159,6 +173,10 @@ type Event struct {
 	ToolOutputHash string
 	// Start is when handling the event started. Zero means when Record is called.
 	Start time.Time
+	// Reason, for an execution, replaces the receipt's reason (executed,
+	// execution_failed), e.g. receipts.ReasonCancelled. An unlinked
+	// execution keeps receipts.ReasonUnlinked.
+	Reason string
 }
 
 // Recorded is what Record appended.
@@ -207,6 +225,9 @@ func (g *Gate) Record(e Event) (Recorded, error) {
 			p.Reason = receipts.ReasonExecuted
 			if e.HookEvent == receipts.PostToolUseFailure {
 				p.Reason = receipts.ReasonExecutionFailed
+			}
+			if e.Reason != "" {
+				p.Reason = e.Reason
 			}
 			r.Unlinked = true
 			if d := l.Decision; d != nil {

@@ -18,6 +18,10 @@ const (
 const (
 	ReasonExecuted        = "executed"
 	ReasonExecutionFailed = "execution_failed"
+	// ReasonCancelled and ReasonServerExited end an MCP tool call that
+	// got no response: the client cancelled it, or the server exited.
+	ReasonCancelled    = "cancelled"
+	ReasonServerExited = "server_exited"
 	// ReasonUnlinked: the tool ran with no decision of the gate in the
 	// chain to link to (CauseUnlinkedExec when verified).
 	ReasonUnlinked = "unlinked_execution"
