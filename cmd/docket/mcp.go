@@ -143,7 +143,10 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		errorf(stderr, "mcp: %v", err)
 	}
-	startSync(st, stderr)
+	// Like the hooks: submit the new receipts when a log is configured.
+	if c, err := st.LoadConfig(); err == nil && c.HasLog() {
+		startSync(st, stderr)
+	}
 	return code
 }
 
