@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +28,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// testServer implements initialize, tools/list and the tools echo (returns
+// testServer implements initialize, tools/list, notifications/echo and the
+// tools echo (returns
 // its arguments), write (writes content to path: the effect a denied call
 // must not have), fail (isError result), notify (sends a notification
 // first), hang (never answers) and exit (exits 3).
@@ -49,6 +49,7 @@ func testServer(in io.Reader, out io.Writer) int {
 			Params struct {
 				Name      string         `json:"name"`
 				Arguments map[string]any `json:"arguments"`
+				Seq       *int           `json:"seq"`
 			} `json:"params"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
@@ -56,7 +57,13 @@ func testServer(in io.Reader, out io.Writer) int {
 			continue
 		}
 		if len(req.ID) == 0 || req.Method == "" {
-			continue // a notification or a response
+			// A notification or a response; notifications/echo with a
+			// seq is echoed back, to check that notifications flow in
+			// order both ways.
+			if req.Method == "notifications/echo" && req.Params.Seq != nil {
+				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/echo", "params": map[string]any{"seq": *req.Params.Seq}})
+			}
+			continue
 		}
 		reply := func(result any) { send(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result}) }
 		text := func(s string, isErr bool) {
@@ -112,7 +119,13 @@ func serverCommand() []string {
 // with server "t" trusted, plus extra policy files.
 func newGate(t testing.TB, extra ...string) *gate.Gate {
 	t.Helper()
-	s := store.Open(t.TempDir())
+	return newGateAt(t, t.TempDir(), extra...)
+}
+
+// newGateAt is newGate with the project in dir.
+func newGateAt(t testing.TB, dir string, extra ...string) *gate.Gate {
+	t.Helper()
+	s := store.Open(dir)
 	if err := os.MkdirAll(s.PolicyDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -224,5 +237,3 @@ func chain(t testing.TB, g *gate.Gate) []receipts.Payload {
 	}
 	return out
 }
-
-var _ sync.Mutex

@@ -319,7 +319,7 @@ func (r *relay) toolsCall(ctx context.Context, m map[string]any, line []byte) er
 	if err != nil {
 		return refuse(ci, "tools/call arguments: "+err.Error())
 	}
-	ci.inputHash, _ = receipts.HashJSON(args)
+	ci.inputHash = sha256Ref(input) // receipts.HashJSON(args), without canonicalizing twice
 
 	mc := &policy.MCPContext{ServerCommand: r.cmd, ServerInfo: r.info(), HighImpact: r.high[name] || r.high["*"]}
 	var refusal *policy.Decision
@@ -533,6 +533,10 @@ func (r *relay) cancelled(idv, reason any) {
 	r.record(f, receipts.PostToolUseFailure, receipts.ReasonCancelled, out)
 }
 
+// record appends the execution receipt of a call. It runs on the server
+// loop after the response is relayed: the chain then lags the calls in
+// flight only, which keeps the store's lookup of the decision in the
+// chain's tail.
 func (r *relay) record(f *flight, event, reason, outputHash string) {
 	_, err := r.cfg.Gate.Record(gate.Event{HookEvent: event, SessionID: r.cfg.SessionID, Agent: r.agent,
 		ToolName: f.tool, ToolUseID: f.toolUseID, ToolInputHash: f.inputHash, ToolOutputHash: outputHash, Reason: reason})

@@ -179,9 +179,13 @@ func TestRelayCancelAndServerExit(t *testing.T) {
 	for _, p := range chain(t, g) {
 		got = append(got, p.HookEvent+"/"+p.Reason)
 	}
-	want := "SessionStart/ PreToolUse/cedar_allow PostToolUseFailure/cancelled PreToolUse/cedar_allow PreToolUse/cedar_allow "
-	if s := strings.Join(got, " "); !strings.HasPrefix(s, want) || strings.Count(s, "server_exited") != 2 || !strings.HasSuffix(s, "SessionEnd/") {
-		t.Fatalf("chain = %s", s)
+	// Execution receipts are appended in the background, so only the
+	// counts are fixed, and the session's start and end.
+	s2 := strings.Join(got, " ")
+	if !strings.HasPrefix(s2, "SessionStart/ PreToolUse/cedar_allow ") || strings.Count(s2, "PreToolUse/cedar_allow") != 3 ||
+		strings.Count(s2, "PostToolUseFailure/cancelled") != 1 || strings.Count(s2, "PostToolUseFailure/server_exited") != 2 ||
+		!strings.HasSuffix(s2, "SessionEnd/") {
+		t.Fatalf("chain = %s; want 3 allows, 1 cancelled, 2 server_exited", s2)
 	}
 }
 

@@ -29,8 +29,10 @@ issuer key, the policy, the log configuration, and — what matters — that the
 PreToolUse hook installed in .claude/settings.json really blocks. It runs
 every docket pre hook command found there through sh, exactly as Claude Code
 does, with a synthetic Bash call that the gate must deny (rm -rf /), and
-checks that it exits 2 with a reason. The synthetic denial is recorded in
-the session "docket-doctor".
+checks that it exits 2 with a reason. Each MCP server in .mcp.json that runs
+through docket mcp is started as configured and sent a call the gate must
+refuse; one that does not run through docket mcp is reported as ungated.
+The synthetic denials are recorded in the session "docket-doctor".
 
 Exit codes:
     0  the gate blocks
@@ -105,6 +107,7 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	for _, h := range pre {
 		check("PreToolUse hook "+h.Command, probeHook(project, h), ": blocks a denied call (exit 2)")
 	}
+	ok = doctorMCP(ctx, project, stdout) && ok
 	if !ok {
 		return 2
 	}

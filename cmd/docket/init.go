@@ -38,10 +38,16 @@ Options:
     -log-key VKEY          the log's checkpoint key (note vkey); needed with -log
     -witness-policy FILE   C2SP tlog-policy file of the witnesses proofs must satisfy
     -command CMD           the docket command hooks run (default: this binary)
+    -mcp NAME              run MCP server NAME through docket mcp: rewrite its entry in
+                           the MCP client config (the command after --, or the one
+                           configured) and trust NAME in the default policy
+    -mcp-config FILE       the MCP client config to rewrite (default: .mcp.json, Claude
+                           Code's; "desktop" for Claude Desktop's)
 
 Examples:
     docket init
     docket init -log https://log.example.com -log-key 'log.example.com+1234abcd+AQ…'
+    docket init -mcp fs -- npx -y @modelcontextprotocol/server-filesystem .
 `
 
 // gitignoreLines are the .docket paths that stay out of version control.
@@ -56,10 +62,12 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	logKey := fs.String("log-key", "", "")
 	witness := fs.String("witness-policy", "", "")
 	command := fs.String("command", "", "")
+	mcpName := fs.String("mcp", "", "")
+	mcpConfig := fs.String("mcp-config", "", "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && *mcpName == "" {
 		errorf(stderr, "init: unexpected arguments %q", fs.Args())
 		return 2
 	}
@@ -85,6 +93,9 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		func() (string, error) { return initConfig(s, *logURL, *logKey, *witness) },
 		func() (string, error) { return initSettings(project, *command) },
 		func() (string, error) { return initGitignore(project) },
+	}
+	if *mcpName != "" {
+		steps = append(steps, func() (string, error) { return initMCP(s, *mcpName, *mcpConfig, fs.Args()) })
 	}
 	for _, step := range steps {
 		msg, err := step()
