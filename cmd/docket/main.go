@@ -66,6 +66,8 @@ var commands = map[string]command{
 	"verify-index":    runVerifyIndex,
 	"mcp":             runMCP,
 	"pic":             runPIC,
+	// The demo's MCP server (docket demo), not listed in the usage.
+	"demo-mcp-server": runDemoMCPServer,
 }
 
 func main() {

@@ -210,7 +210,7 @@ func initMCP(s *store.Store, name, configPath string, serverCmd []string) (strin
 	}
 	msg := "kept " + name + " in " + rel(s.Project, configPath) + " (already runs through docket mcp)"
 	if changed {
-		msg = "server " + name + " in " + rel(s.Project, configPath) + " now runs through docket mcp (previous file in .bak)"
+		msg = "server " + name + " in " + rel(s.Project, configPath) + " now runs through docket mcp (a previous file is kept as .bak)"
 	}
 	path := filepath.Join(s.PolicyDir(), policy.DefaultName)
 	src, err := os.ReadFile(path)
