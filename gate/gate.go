@@ -173,6 +173,10 @@ type Event struct {
 	ToolOutputHash string
 	// Start is when handling the event started. Zero means when Record is called.
 	Start time.Time
+	// Lifecycle, when set (and HookEvent is not), makes the receipt a
+	// lifecycle receipt with this lifecycle_event that carries ToolName
+	// and ToolOutputHash, e.g. receipts.LifecycleToolsList.
+	Lifecycle string
 	// Reason, for an execution, replaces the receipt's reason (executed,
 	// execution_failed), e.g. receipts.ReasonCancelled. An unlinked
 	// execution keeps receipts.ReasonUnlinked.
@@ -218,6 +222,12 @@ func (g *Gate) Record(e Event) (Recorded, error) {
 			p.Type, p.LifecycleEvent = receipts.TypeLifecycle, receipts.LifecycleSessionStart
 		case receipts.SessionEnd:
 			p.Type, p.LifecycleEvent = receipts.TypeLifecycle, receipts.LifecycleSessionEnd
+		case "":
+			if e.Lifecycle == "" {
+				return nil, fmt.Errorf("recording an event with neither a hook event nor a lifecycle event")
+			}
+			p.Type, p.LifecycleEvent = receipts.TypeLifecycle, e.Lifecycle
+			p.ToolName, p.ToolOutputHash = e.ToolName, e.ToolOutputHash
 		default:
 			p.Type = receipts.TypeDecision
 			p.ToolName, p.ToolUseID = e.ToolName, e.ToolUseID

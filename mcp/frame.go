@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 )
 
@@ -85,10 +84,4 @@ func (l *lineReader) rest(fn func([]byte) error) error {
 		}
 	}
 	return nil
-}
-
-// trimEOL returns line without its "\n" or "\r\n".
-func trimEOL(line []byte) []byte {
-	line = bytes.TrimSuffix(line, []byte("\n"))
-	return bytes.TrimSuffix(line, []byte("\r"))
 }

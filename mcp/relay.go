@@ -130,6 +130,10 @@ type relay struct {
 	flightMu   sync.Mutex // guards inflight and serverInfo
 	inflight   map[string]*flight
 	serverInfo string
+
+	// toolsSeen holds the hashes of the tools/list results already
+	// receipted; only the server loop uses it.
+	toolsSeen map[string]bool
 }
 
 // flight is a request in flight whose response the relay acts on.
@@ -171,7 +175,7 @@ func newRelay(cfg Config, clientOut, server io.Writer) (*relay, error) {
 		cfg.MaxLine = DefaultMaxLine
 	}
 	r := &relay{cfg: cfg, log: cfg.Logger, agent: cfg.Agent, client: clientOut, server: server,
-		inflight: map[string]*flight{}, high: map[string]bool{}, cmd: strings.Join(cfg.Command, " ")}
+		inflight: map[string]*flight{}, high: map[string]bool{}, cmd: strings.Join(cfg.Command, " "), toolsSeen: map[string]bool{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -611,6 +615,9 @@ func (r *relay) fromServer(line []byte) {
 		return
 	}
 	f := r.untrack(string(id))
+	if f != nil && f.method == "tools/list" && len(msg.Result) > 0 {
+		r.toolsList(msg.Result)
+	}
 	if f == nil || f.method != "tools/call" {
 		return
 	}
@@ -626,6 +633,31 @@ func (r *relay) fromServer(line []byte) {
 		}
 	}
 	r.record(f, event, "", outputHash(out))
+}
+
+// toolsList receipts a tools/list result by the hash of its tools, the
+// first time it is seen in the session and whenever it changes, so that a
+// server that swaps its tool definitions mid-session is on the record.
+func (r *relay) toolsList(result json.RawMessage) {
+	var res struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(result, &res) != nil || len(res.Tools) == 0 {
+		return
+	}
+	h := outputHash(res.Tools)
+	if r.toolsSeen[h] {
+		return
+	}
+	if len(r.toolsSeen) > 0 {
+		r.log.Warn("mcp: the server's tool list changed", "tools_hash", h)
+	}
+	r.toolsSeen[h] = true
+	_, err := r.cfg.Gate.Record(gate.Event{Lifecycle: receipts.LifecycleToolsList, SessionID: r.cfg.SessionID,
+		Agent: r.agent, ToolName: "mcp__" + r.cfg.Server, ToolOutputHash: h})
+	if err != nil {
+		r.log.Error("mcp: recording the tool list failed", "err", err)
+	}
 }
 
 // outputHash is the tool_output_hash of a result or error: "sha256:" + hex

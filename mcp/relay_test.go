@@ -33,6 +33,11 @@ func TestRelayAllowDeny(t *testing.T) {
 	if m := s.recv(); m["id"] != "list" || len(m["result"].(map[string]any)["tools"].([]any)) != 6 {
 		t.Fatalf("tools/list result = %v", m)
 	}
+	// The same list again is not receipted again.
+	s.send(`{"jsonrpc":"2.0","id":"list2","method":"tools/list"}`)
+	if m := s.recv(); m["id"] != "list2" {
+		t.Fatalf("tools/list result = %v", m)
+	}
 	s.send(call(1, "echo", map[string]any{"x": "y"}))
 	m := s.recv()
 	if res := m["result"].(map[string]any); m["id"] != 1.0 || res["isError"] == true || res["content"].([]any)[0].(map[string]any)["text"] != `{"x":"y"}` {
@@ -69,14 +74,14 @@ func TestRelayAllowDeny(t *testing.T) {
 	p := chain(t, g)
 	var got []string
 	for _, r := range p {
-		got = append(got, r.HookEvent+"/"+r.Decision+"/"+r.Reason+"/"+strings.TrimPrefix(r.ToolName, "mcp__t__"))
+		got = append(got, r.HookEvent+"/"+r.Decision+"/"+r.Reason+"/"+strings.TrimPrefix(r.ToolName, "mcp__t__")+r.LifecycleEvent)
 	}
 	want := []string{
-		"SessionStart///", "PreToolUse/allow/cedar_allow/echo", "PostToolUse/allow/executed/echo",
+		"SessionStart///session_start", "///mcp__tmcp_tools_list", "PreToolUse/allow/cedar_allow/echo", "PostToolUse/allow/executed/echo",
 		"PreToolUse/deny/cedar_deny/write",
 		"PreToolUse/allow/cedar_allow/notify", "PostToolUse/allow/executed/notify",
 		"PreToolUse/allow/cedar_allow/fail", "PostToolUseFailure/allow/execution_failed/fail",
-		"SessionEnd///",
+		"SessionEnd///session_end",
 	}
 	// An execution is recorded after its response is relayed, so it may
 	// come after the next call's decision: compare as sets. Each execution

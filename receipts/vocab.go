@@ -31,6 +31,10 @@ const (
 const (
 	LifecycleSessionStart = "session_start"
 	LifecycleSessionEnd   = "session_end"
+	// LifecycleToolsList records an MCP server's tools/list result by hash
+	// (tool_output_hash; tool_name is mcp__<server>), when it is first seen
+	// in a session and whenever it changes.
+	LifecycleToolsList = "mcp_tools_list"
 )
 
 // Step is what the link rule looks at in a receipt's payload.
