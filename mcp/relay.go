@@ -280,6 +280,9 @@ func (r *relay) toServer(line []byte) error {
 // callInfo is what a decided tools/call is recorded as.
 type callInfo struct {
 	tool, toolUseID, inputHash string
+	// stateless is set for a request of protocol 2026-07-28 or later
+	// (it names its version in _meta), whose results carry resultType.
+	stateless bool
 }
 
 // toolsCall decides a tools/call and relays it when allowed.
@@ -302,6 +305,9 @@ func (r *relay) toolsCall(ctx context.Context, m map[string]any, line []byte) er
 		return refuse(callInfo{}, "tools/call params.name is not a non-empty string")
 	}
 	ci := callInfo{tool: "mcp__" + r.cfg.Server + "__" + name, toolUseID: "jsonrpc:" + string(id)}
+	if meta, ok := params["_meta"].(map[string]any); ok {
+		_, ci.stateless = meta["io.modelcontextprotocol/protocolVersion"]
+	}
 	args := map[string]any{}
 	if a, ok := params["arguments"]; ok && a != nil {
 		if args, ok = a.(map[string]any); !ok {
@@ -361,13 +367,13 @@ func (r *relay) toolsCall(ctx context.Context, m map[string]any, line []byte) er
 		r.untrack(key)
 		if err != nil {
 			r.log.Error("mcp: deciding a call failed; denied", "tool", ci.tool, "err", err)
-			r.answerDeny(id, policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
+			r.answerDeny(id, ci, policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
 				Message: "the decision could not be recorded: " + err.Error()}, "")
 			return nil
 		}
 		r.log.Info("mcp: call denied", "tool", ci.tool, "decision", d.Decision.Decision, "policy_ids", d.PolicyIDs)
 		hash, _ := receipts.Hash(d.Receipt)
-		r.answerDeny(id, d.Decision, hash)
+		r.answerDeny(id, ci, d.Decision, hash)
 		return nil
 	}
 	r.log.Debug("mcp: call allowed", "tool", ci.tool, "policy_ids", d.PolicyIDs)
@@ -401,7 +407,7 @@ func (r *relay) deny(ctx context.Context, id []byte, ci callInfo, d *policy.Deci
 	d.Decision = policy.Deny
 	r.log.Info("mcp: call refused", "tool", ci.tool, "reason", d.Reason)
 	if id != nil {
-		r.answerDeny(id, *d, hash)
+		r.answerDeny(id, ci, *d, hash)
 	}
 	return nil
 }
@@ -409,7 +415,7 @@ func (r *relay) deny(ctx context.Context, id []byte, ci callInfo, d *policy.Deci
 // answerDeny answers a denied call: a tool result with isError (the model
 // reads why and does not loop), or under DenyAsError a JSON-RPC error in
 // the implementation-defined range. Never a "malformed request" code.
-func (r *relay) answerDeny(id []byte, d policy.Decision, receiptHash string) {
+func (r *relay) answerDeny(id []byte, ci callInfo, d policy.Decision, receiptHash string) {
 	verdict := "denied"
 	if d.Decision == policy.RequireApproval {
 		verdict = "needs approval, which docket mcp cannot ask for, so it was denied"
@@ -440,9 +446,11 @@ func (r *relay) answerDeny(id []byte, d policy.Decision, receiptHash string) {
 		msg = map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "error": map[string]any{
 			"code": DeniedCode, "message": text, "data": meta}}
 	} else {
-		msg = map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": map[string]any{
-			"content": []any{map[string]any{"type": "text", "text": text}},
-			"isError": true, "_meta": meta}}
+		result := map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}, "isError": true, "_meta": meta}
+		if ci.stateless {
+			result["resultType"] = "complete"
+		}
+		msg = map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "result": result}
 	}
 	r.writeClient(msg)
 }

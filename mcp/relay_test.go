@@ -157,6 +157,23 @@ func TestRelayRefusals(t *testing.T) {
 	}
 }
 
+// TestRelayStateless speaks protocol 2026-07-28: no initialize, the
+// version in each request's _meta, resultType in results.
+func TestRelayStateless(t *testing.T) {
+	g := newGate(t, noWrite)
+	s := start(t, g, nil)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}`
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":1},` + meta + `}}`)
+	if m := s.recv(); m["id"] != 1.0 || m["result"].(map[string]any)["isError"] == true {
+		t.Fatalf("echo = %v", m)
+	}
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write","arguments":{},` + meta + `}}`)
+	if m := s.recv(); m["result"].(map[string]any)["resultType"] != "complete" || m["result"].(map[string]any)["isError"] != true {
+		t.Fatalf("denial = %v, want an isError result with resultType complete", m)
+	}
+	s.close()
+}
+
 func TestRelayDenyAsError(t *testing.T) {
 	g := newGate(t, noWrite)
 	s := start(t, g, func(c *mcp.Config) { c.DenyAsError = true })
