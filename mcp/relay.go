@@ -79,6 +79,11 @@ type Config struct {
 	// HighImpact names tools (as the server names them, or "*" for all)
 	// whose calls the policy sees with context.high_impact set.
 	HighImpact []string
+	// HideDenied removes from tools/list results the tools the policy
+	// denies even with empty arguments and a verified proposal backed by
+	// trusted evidence (the result is then re-encoded, no longer byte for
+	// byte). The list is receipted as the server sent it.
+	HideDenied bool
 	// EvidenceRoot and Keys verify PIC evidence (see pic.Options).
 	EvidenceRoot string
 	Keys         *pic.Keyring
@@ -588,8 +593,12 @@ func (r *relay) serverLoop(out io.Reader) error {
 			}
 			continue
 		}
+		out := line
+		if r.cfg.HideDenied {
+			out = r.hideDenied(line)
+		}
 		r.clientMu.Lock()
-		_, werr := r.client.Write(line)
+		_, werr := r.client.Write(out)
 		r.clientMu.Unlock()
 		if werr != nil {
 			r.serverGone()
@@ -641,6 +650,65 @@ func (r *relay) fromServer(line []byte) {
 		}
 	}
 	r.record(f, event, "", outputHash(out))
+}
+
+// hideDenied returns a tools/list response without the tools the policy
+// always denies (see Config.HideDenied); any other line is returned as is.
+func (r *relay) hideDenied(line []byte) []byte {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(line, &msg) != nil || len(msg.Result) == 0 {
+		return line
+	}
+	id := validID(msg.ID)
+	if id == nil {
+		return line
+	}
+	r.flightMu.Lock()
+	f := r.inflight[string(id)]
+	r.flightMu.Unlock()
+	if f == nil || f.method != "tools/list" || r.cfg.Gate.Engine == nil {
+		return line
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	if dec.Decode(&m) != nil {
+		return line
+	}
+	res, _ := m["result"].(map[string]any)
+	tools, _ := res["tools"].([]any)
+	keep := make([]any, 0, len(tools))
+	for _, t := range tools {
+		if o, ok := t.(map[string]any); ok {
+			if name, ok := o["name"].(string); ok && r.alwaysDenied(name) {
+				continue
+			}
+		}
+		keep = append(keep, t)
+	}
+	if len(keep) == len(tools) {
+		return line
+	}
+	res["tools"] = keep
+	b, err := json.Marshal(m)
+	if err != nil {
+		return line
+	}
+	return append(b, '\n')
+}
+
+// alwaysDenied reports whether the policy denies a call to tool with empty
+// arguments and a verified proposal backed by trusted evidence.
+func (r *relay) alwaysDenied(tool string) bool {
+	mc := &policy.MCPContext{ServerCommand: r.cmd, ServerInfo: r.info(), HighImpact: r.high[tool] || r.high["*"],
+		PIC: policy.PICContext{Present: true, Verified: true, Impact: "read", Trusted: []string{"evidence"}}}
+	d := gate.Evaluate(context.Background(), r.cfg.Gate.Engine, []policy.Call{{Agent: r.agent,
+		ToolName: "mcp__" + r.cfg.Server + "__" + tool, ToolInput: []byte("{}"), Cwd: r.cfg.Gate.Store.Project, MCP: mc}},
+		r.cfg.Gate.Store.Project, r.cfg.Gate.Home)
+	return d.Decision != policy.Allow
 }
 
 // toolsList receipts a tools/list result by the hash of its tools, the

@@ -174,6 +174,31 @@ func TestRelayStateless(t *testing.T) {
 	s.close()
 }
 
+func TestRelayHideDenied(t *testing.T) {
+	g := newGate(t, noWrite)
+	s := start(t, g, func(c *mcp.Config) { c.HideDenied = true; c.HighImpact = []string{"echo"} })
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	m := s.recv()
+	var names []string
+	for _, tool := range m["result"].(map[string]any)["tools"].([]any) {
+		names = append(names, tool.(map[string]any)["name"].(string))
+	}
+	// write is always denied; echo is high impact but runs with a proposal.
+	if got := strings.Join(names, " "); got != "echo fail notify hang exit" {
+		t.Fatalf("tools/list with -hide-denied = %s, want every tool but write", got)
+	}
+	s.close()
+	var lists int
+	for _, p := range chain(t, g) {
+		if p.LifecycleEvent == receipts.LifecycleToolsList {
+			lists++
+		}
+	}
+	if lists != 1 {
+		t.Fatalf("%d tools/list receipts, want 1", lists)
+	}
+}
+
 func TestRelayDenyAsError(t *testing.T) {
 	g := newGate(t, noWrite)
 	s := start(t, g, func(c *mcp.Config) { c.DenyAsError = true })

@@ -44,6 +44,8 @@ Options:
     -deny-as-error        answer denials with JSON-RPC error -32010 instead of an isError result
     -high-impact TOOLS    comma-separated tools ("*": all) that need a verified PIC proposal
                           with trusted evidence (the default policy's mcp-high-impact-needs-pic)
+    -hide-denied          drop from tools/list the tools the policy denies even with a
+                          verified PIC proposal (the list is receipted as sent)
     -evidence-root DIR    directory PIC file:// hash evidence is read from (nothing outside it)
     -keys FILE            PIC keyring for signature evidence
     -max-line BYTES       cap on one client message (default 1048576)
@@ -65,6 +67,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	agent := fs.String("agent", "mcp", "")
 	denyAsError := fs.Bool("deny-as-error", false, "")
 	highImpact := fs.String("high-impact", "", "")
+	hideDenied := fs.Bool("hide-denied", false, "")
 	evidenceRoot := fs.String("evidence-root", "", "")
 	keysFile := fs.String("keys", "", "")
 	maxLine := fs.Int("max-line", mcp.DefaultMaxLine, "")
@@ -110,6 +113,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		SessionID:    *session,
 		Agent:        *agent,
 		DenyAsError:  *denyAsError,
+		HideDenied:   *hideDenied,
 		MaxLine:      *maxLine,
 		EvidenceRoot: *evidenceRoot,
 		Grace:        *grace,
