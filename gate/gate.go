@@ -51,6 +51,12 @@ type Call struct {
 	// Start is when handling the call started; hook_latency_ms is measured
 	// from it. Zero means when Decide is called.
 	Start time.Time
+	// Refusal, when set, is the decision (a deny) without asking the
+	// policy: the call could not be checked (the MCP gate's strict parse or
+	// PIC verification failed). It is signed like any decision.
+	Refusal *policy.Decision
+	// ProposalDigest is the digest of the call's PIC proposal, if any.
+	ProposalDigest string
 }
 
 // Decision is a signed decision.
@@ -74,14 +80,21 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 		c.Start = time.Now()
 	}
 	var d Decision
-	if g.PolicyErr != nil || g.Engine == nil {
+	switch {
+	case c.Refusal != nil:
+		d.Decision = *c.Refusal
+		d.Decision.Decision = policy.Deny
+		if g.Engine != nil {
+			d.PolicyDigest = g.Engine.Digest()
+		}
+	case g.PolicyErr != nil || g.Engine == nil:
 		err := g.PolicyErr
 		if err == nil {
 			err = errors.New("no policy loaded")
 		}
 		d.Decision = policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
 			Message: fmt.Sprintf("policy: %v (fix it, then run docket policy check)", err)}
-	} else {
+	default:
 		d.PolicyDigest = g.Engine.Digest()
 		d.Decision = Evaluate(ctx, g.Engine, c.Requests, g.Store.Project, g.Home)
 	}
@@ -94,15 +107,6 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 // ReasonLogUnavailable is the reason of a deny the strict mode signs when
 // the allow decision could not be put in the log in time.
 const ReasonLogUnavailable = "log_unavailable"
-
-// Refuse signs and appends a deny of a call that the policy allowed but
-// that must not run all the same (reason, e.g. ReasonLogUnavailable, and
-// message say why), so that the chain says the call was denied.
-func (g *Gate) Refuse(c Call, allowed Decision, reason, message string) (Decision, error) {
-	d := Decision{PolicyDigest: allowed.PolicyDigest,
-		Decision: policy.Decision{Decision: policy.Deny, Reason: reason, Message: message, PolicyIDs: allowed.PolicyIDs}}
-	return g.record(c, d)
-}
 
 // record signs decision d of call c and appends it to the session chain.
 func (g *Gate) record(c Call, d Decision) (Decision, error) {
@@ -127,6 +131,7 @@ func (g *Gate) record(c Call, d Decision) (Decision, error) {
 			PolicyDigest:        d.PolicyDigest,
 			PolicyIDs:           d.PolicyIDs,
 			HookLatencyMs:       &latency,
+			ProposalDigest:      c.ProposalDigest,
 		})
 		d.Receipt = rec
 		return rec, err
@@ -186,6 +191,14 @@ type Event struct {
 	ToolOutputHash string
 	// Start is when handling the event started. Zero means when Record is called.
 	Start time.Time
+	// Lifecycle, when set (and HookEvent is not), makes the receipt a
+	// lifecycle receipt with this lifecycle_event that carries ToolName
+	// and ToolOutputHash, e.g. receipts.LifecycleToolsList.
+	Lifecycle string
+	// Reason, for an execution, replaces the receipt's reason (executed,
+	// execution_failed), e.g. receipts.ReasonCancelled. An unlinked
+	// execution keeps receipts.ReasonUnlinked.
+	Reason string
 }
 
 // Recorded is what Record appended.
@@ -231,6 +244,12 @@ func (g *Gate) Record(e Event) (Recorded, error) {
 			// its last receipt, and links the one before it.
 			p.Type, p.LifecycleEvent = receipts.TypeLifecycle, receipts.LifecycleSessionEnd
 			p.FinalSequence, p.HeadHash = l.Sequence, l.Previous
+		case "":
+			if e.Lifecycle == "" {
+				return nil, fmt.Errorf("recording an event with neither a hook event nor a lifecycle event")
+			}
+			p.Type, p.LifecycleEvent = receipts.TypeLifecycle, e.Lifecycle
+			p.ToolName, p.ToolOutputHash = e.ToolName, e.ToolOutputHash
 		default:
 			p.Type = receipts.TypeDecision
 			p.ToolName, p.ToolUseID = e.ToolName, e.ToolUseID
@@ -238,6 +257,9 @@ func (g *Gate) Record(e Event) (Recorded, error) {
 			p.Reason = receipts.ReasonExecuted
 			if e.HookEvent == receipts.PostToolUseFailure {
 				p.Reason = receipts.ReasonExecutionFailed
+			}
+			if e.Reason != "" {
+				p.Reason = e.Reason
 			}
 			r.Unlinked = true
 			if d := l.Decision; d != nil {

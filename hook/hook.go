@@ -235,7 +235,8 @@ func requireLog(ctx context.Context, opts Options, g *gate.Gate, c gate.Call, d 
 		return answer{}, false
 	}
 	msg := fmt.Sprintf("the log could not record the allow decision before the hook's deadline: %v", err)
-	if _, rerr := g.Refuse(c, d, gate.ReasonLogUnavailable, msg); rerr != nil {
+	c.Refusal = &policy.Decision{Decision: policy.Deny, Reason: gate.ReasonLogUnavailable, Message: msg, PolicyIDs: d.PolicyIDs}
+	if _, rerr := g.Decide(ctx, c); rerr != nil {
 		return block("gate error: %v; recording the refusal: %v; the call is blocked", msg, rerr), true
 	}
 	return block("denied: %s [%s]", msg, gate.ReasonLogUnavailable), true

@@ -24,6 +24,27 @@ type Call struct {
 	Cwd        string          // absolute working directory of the agent
 	ProjectDir string          // absolute project root; "" means Cwd
 	Home       string          // absolute home directory, for "~"
+	// MCP is what the MCP gate (docket mcp) knows of an MCP tool call;
+	// nil for calls reported by hooks.
+	MCP *MCPContext
+}
+
+// MCPContext is the MCP gate's context for an MCP tool call: the server's
+// identity, whether the tool is high impact, and the result of verifying
+// the call's PIC action proposal. It becomes McpCtx attributes.
+type MCPContext struct {
+	ServerCommand string // the server's command line as run
+	ServerInfo    string // "name version" from the server's serverInfo, "" until known
+	HighImpact    bool   // the configuration names the tool as high impact
+	PIC           PICContext
+}
+
+// PICContext is the outcome of verifying a PIC proposal (package pic).
+type PICContext struct {
+	Present  bool     // the call carried a proposal under __pic
+	Verified bool     // it verified (a proposal that fails verification never reaches the policy)
+	Impact   string   // its impact class
+	Trusted  []string // ids of evidence that verified and made provenance trusted
 }
 
 // Resource types and well-known tools.
@@ -316,10 +337,24 @@ func (x *callEnv) build(c Call) ([]built, error) {
 		if _, ok := x.e.actions[uid]; !ok {
 			x.dynEntity(uid, actionUID(mcpPrefix+server), actionUID("Mcp"))
 		}
+		var m MCPContext
+		if c.MCP != nil {
+			m = *c.MCP
+		}
 		add(name, tool, with(types.RecordMap{
-			"server": str(server),
-			"method": str(method),
-			"input":  str(input),
+			"server":         str(server),
+			"method":         str(method),
+			"input":          str(input),
+			"server_command": str(m.ServerCommand),
+			"server_info":    str(m.ServerInfo),
+			"high_impact":    types.Boolean(m.HighImpact),
+			"pic": types.NewRecord(types.RecordMap{
+				"present":          types.Boolean(m.PIC.Present),
+				"verified":         types.Boolean(m.PIC.Verified),
+				"impact":           str(m.PIC.Impact),
+				"trusted":          types.Boolean(m.PIC.Verified && len(m.PIC.Trusted) > 0),
+				"trusted_evidence": strSet(m.PIC.Trusted),
+			}),
 		}))
 		return out, nil
 	}

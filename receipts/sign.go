@@ -57,6 +57,9 @@ type Payload struct {
 	// issuer_sequence reached and the sessions still open.
 	IssuerHighWater int64    `json:"issuer_high_water,omitempty"`
 	OpenSessions    []string `json:"open_sessions,omitempty"`
+	// ProposalDigest, on a decision, is "sha256:" + hex SHA-256 of the JCS
+	// form of the PIC action proposal the call carried (docket mcp).
+	ProposalDigest string `json:"pic_proposal_digest,omitempty"`
 }
 
 // FormatTime formats t as the receipts' issued_at: RFC 3339 UTC with

@@ -18,6 +18,10 @@ const (
 const (
 	ReasonExecuted        = "executed"
 	ReasonExecutionFailed = "execution_failed"
+	// ReasonCancelled and ReasonServerExited end an MCP tool call that
+	// got no response: the client cancelled it, or the server exited.
+	ReasonCancelled    = "cancelled"
+	ReasonServerExited = "server_exited"
 	// ReasonUnlinked: the tool ran with no decision of the gate in the
 	// chain to link to (CauseUnlinkedExec when verified).
 	ReasonUnlinked = "unlinked_execution"
@@ -30,6 +34,10 @@ const (
 	// LifecycleIssuerCheckpoint: logged by docket sync, it states the
 	// issuer_sequence up to which every receipt of the issuer is in the log.
 	LifecycleIssuerCheckpoint = "issuer_checkpoint"
+	// LifecycleToolsList records an MCP server's tools/list result by hash
+	// (tool_output_hash; tool_name is mcp__<server>), when it is first seen
+	// in a session and whenever it changes.
+	LifecycleToolsList = "mcp_tools_list"
 )
 
 // Step is what the link rule looks at in a receipt's payload.

@@ -39,6 +39,10 @@ every agent configured in the project (.claude/settings.json,
     exactly as the agent runs it, with the agent's own event for a shell
     call the gate must deny (rm -rf /), and must exit 2 with a reason.
 
+Each MCP server in .mcp.json that runs through docket mcp is started as
+configured and sent a call the gate must refuse; one that does not run
+through docket mcp is reported as ungated.
+
 Every failing check is printed with the fix in one line. The synthetic
 denials are recorded in the session "docket-doctor".
 
@@ -136,6 +140,7 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			check(fmt.Sprintf("%s %s hook %s", agent, agent.PreEvent(), h.Command), probeHook(project, agent, h), ": blocks a denied call (exit 2)")
 		}
 	}
+	ok = doctorMCP(ctx, project, stdout) && ok
 	if !ok {
 		return 2
 	}

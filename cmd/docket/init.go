@@ -53,12 +53,18 @@ Options:
                            and denies it (log_unavailable) when that fails; the
                            one case where the hook waits on the network
     -command CMD           the docket command hooks run (default: this binary)
+    -mcp NAME              run MCP server NAME through docket mcp: rewrite its entry in
+                           the MCP client config (the command after --, or the one
+                           configured) and trust NAME in the default policy
+    -mcp-config FILE       the MCP client config to rewrite (default: .mcp.json, Claude
+                           Code's; "desktop" for Claude Desktop's)
 
 Examples:
     docket init
     docket init -agent gemini
     docket init -agent all
     docket init -log https://log.example.com -log-key 'log.example.com+1234abcd+AQ…'
+    docket init -mcp fs -- npx -y @modelcontextprotocol/server-filesystem .
 `
 
 // gitignoreLines are the .docket paths that stay out of version control.
@@ -75,10 +81,12 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	command := fs.String("command", "", "")
 	requireLog := fs.Bool("require-log", false, "")
 	agentNames := fs.String("agent", "", "")
+	mcpName := fs.String("mcp", "", "")
+	mcpConfig := fs.String("mcp-config", "", "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && *mcpName == "" {
 		errorf(stderr, "init: unexpected arguments %q", fs.Args())
 		return 2
 	}
@@ -112,6 +120,9 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		steps = append(steps, func() (string, error) { return initSettings(project, a, *command) })
 	}
 	steps = append(steps, func() (string, error) { return initGitignore(project) })
+	if *mcpName != "" {
+		steps = append(steps, func() (string, error) { return initMCP(s, *mcpName, *mcpConfig, fs.Args()) })
+	}
 	for _, step := range steps {
 		msg, err := step()
 		if err != nil {

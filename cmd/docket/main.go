@@ -31,6 +31,8 @@ Commands:
     export      write a bundle of chains, proofs and keys for an auditor
     verify-evidence  check an evidence file with the log's key alone
     verify-index     check an issuer's verifiable index
+    mcp         run a stdio MCP server behind the gate
+    pic         verify a PIC action proposal
 
 Run "docket <command> -h" for a command's options.
 
@@ -62,6 +64,10 @@ var commands = map[string]command{
 	"export":          runExport,
 	"verify-evidence": runVerifyEvidence,
 	"verify-index":    runVerifyIndex,
+	"mcp":             runMCP,
+	"pic":             runPIC,
+	// The demo's MCP server (docket demo), not listed in the usage.
+	"demo-mcp-server": runDemoMCPServer,
 }
 
 func main() {
