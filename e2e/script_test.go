@@ -1,6 +1,7 @@
-// Package e2e runs the shipped binaries end to end: testscript scenarios in
+// Package e2e runs Docket's commands end to end: testscript scenarios in
 // ../testdata/script/*.txtar drive docket, docket-log and docket-witness as
-// real processes on loopback ports.
+// real processes on loopback ports. The processes are this test binary
+// answering as each command (internal/cli/clitest), so nothing is built.
 package e2e
 
 import (
@@ -22,30 +23,11 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/docketlog/docket/internal/cli/clitest"
 	"github.com/docketlog/docket/internal/tlogtest"
 )
 
-// binDir holds the binaries built once for every scenario.
-var binDir string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "docket-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../cmd/docket", "../cmd/docket-log", "../cmd/docket-witness")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building binaries:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { clitest.Main(m) }
 
 func TestScripts(t *testing.T) {
 	vectors, err := filepath.Abs("../testdata/vectors")
@@ -55,7 +37,6 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "../testdata/script",
 		Setup: func(env *testscript.Env) error {
-			env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("VECTORS", vectors)
 			// Free loopback ports for the servers a scenario starts.
 			for _, name := range []string{"LOG_PORT", "W1_PORT", "W2_PORT", "W3_PORT"} {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,7 +16,9 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 const claudeSession = "4c5e6f70-8a9b-4c0d-9e1f-2a3b4c5d6e7f"
@@ -419,6 +422,10 @@ func TestInitAndDoctor(t *testing.T) {
 		t.Fatalf("Doctor() with a permit-all policy = exit %d\n%s\nwant exit 2 and the call reported allowed", r.code, r.stdout)
 	}
 	// A hook command that is not there: Claude Code would let the call run.
+	docketBin, err := exec.LookPath("docket")
+	if err != nil {
+		t.Fatal(err)
+	}
 	broken := strings.ReplaceAll(string(first), docketBin+" hook pre", "/nonexistent/docket hook pre")
 	writeFile(t, settings, []byte(broken), 0o644)
 	if r := p.run(t, nil, nil, "doctor"); r.code != 2 || !strings.Contains(r.stdout, "lets the call run") {
@@ -493,6 +500,16 @@ func TestPostStartsSync(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no receipt reached the log: the post hook did not start docket sync")
+	}
+	// Wait for the sync to end (it holds the sync lock until then) before
+	// the project is removed under it.
+	f, err := os.Open(filepath.Join(p.dir, ".docket", store.SyncLockFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := durable.Lock(f); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -28,43 +28,18 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/cli/clitest"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
 
-// Binaries built once by TestMain. witnessBin and docketBin are empty when
-// they do not build (they are developed concurrently); their tests skip.
-var logBin, witnessBin, docketBin string
+// The commands the tests run as processes: this test binary, which answers
+// as each when started under its name from the $PATH that clitest.Main sets
+// up (internal/cli/clitest). Under -race, they run with the race detector
+// too, so the end-to-end tests check the servers for races.
+const logBin, witnessBin, docketBin = "docket-log", "docket-witness", "docket"
 
-// buildFlags are extra go build flags for the binaries (see race_test.go).
-var buildFlags []string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "docket-log-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	build := func(name, pkg string) string {
-		out := filepath.Join(dir, name)
-		args := append(append([]string{"build"}, buildFlags...), "-o", out, pkg)
-		if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, b)
-			return ""
-		}
-		return out
-	}
-	logBin = build("docket-log", ".")
-	witnessBin = build("docket-witness", "../docket-witness")
-	docketBin = build("docket", "../docket")
-	if logBin == "" || witnessBin == "" || docketBin == "" {
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { clitest.Main(m) }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
