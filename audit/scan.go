@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -226,26 +225,47 @@ func parseBundle(b client.Bundle) parsedBundle {
 // kid, Ed25519 signature) and returns its record.
 func ParseRecord(idx uint64, leaf []byte) (*Record, error) { return parseRecord(idx, leaf) }
 
-// parseRecord verifies one log entry and reads the members an audit needs.
+// parseRecord verifies one log entry and reads the members an audit needs
+// from the payload the entry's parser already built.
 func parseRecord(idx uint64, leaf []byte) (*Record, error) {
 	e, err := receipts.ParseEntry(leaf)
 	if err != nil {
 		return nil, err
 	}
-	var env struct {
-		Payload Payload `json:"payload"`
-	}
-	if err := jsonUnmarshal(e.Receipt, &env); err != nil {
-		return nil, fmt.Errorf("%w: payload: %w", receipts.ErrMalformedEntry, err)
-	}
-	sum := sha256.Sum256(e.Receipt)
 	return &Record{
 		Index:   idx,
-		Hash:    fmt.Sprintf("sha256:%x", sum),
+		Hash:    receipts.ChainHash(e.Receipt),
 		Issuer:  e.KID,
 		Session: e.SessionID,
-		Payload: env.Payload,
+		Payload: payloadFrom(e.Payload),
 	}, nil
+}
+
+// payloadFrom reads the members of a parsed payload; a member of the
+// wrong type reads as absent.
+func payloadFrom(m map[string]any) Payload {
+	str := func(k string) string { s, _ := m[k].(string); return s }
+	num := func(k string) int64 {
+		n, _ := m[k].(json.Number)
+		i, _ := n.Int64()
+		return i
+	}
+	p := Payload{
+		Type: str("type"), IssuedAt: str("issued_at"), Sequence: num("sequence"),
+		PreviousReceiptHash: str("previousReceiptHash"), HookEvent: str("hook_event"), ToolName: str("tool_name"),
+		ToolUseID: str("tool_use_id"), ToolInputHash: str("tool_input_hash"), Decision: str("decision"),
+		Reason: str("reason"), DecisionReceiptHash: str("decision_receipt_hash"), LifecycleEvent: str("lifecycle_event"),
+		IssuerSequence: num("issuer_sequence"), FinalSequence: num("final_sequence"), HeadHash: str("head_hash"),
+		IssuerHighWater: num("issuer_high_water"),
+	}
+	if open, ok := m["open_sessions"].([]any); ok {
+		for _, o := range open {
+			if s, ok := o.(string); ok {
+				p.OpenSessions = append(p.OpenSessions, s)
+			}
+		}
+	}
+	return p
 }
 
 func leafHash(leaf []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(leaf) }

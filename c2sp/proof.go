@@ -68,6 +68,10 @@ func NewPolicyVerifier(logVKey string, p *Policy) (*ProofVerifier, error) {
 // LogKey returns the verifier of the pinned log key.
 func (v *ProofVerifier) LogKey() note.Verifier { return v.logKey }
 
+// Witnessed reports whether checkpoints must satisfy a witness quorum: a
+// policy was given and its quorum is not "none".
+func (v *ProofVerifier) Witnessed() bool { return v.policy != nil && !v.policy.Unwitnessed() }
+
 // A VerifiedProof is what a proof establishes: the entry is at Index in the
 // log whose checkpoint (Size, Root) is Checkpoint, signed by the log and,
 // with a policy, cosigned by the witness quorum.

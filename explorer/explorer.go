@@ -168,6 +168,7 @@ func (e *Explorer) home(w http.ResponseWriter, r *http.Request) {
 			issuers = append(issuers, issuerRow{kid, len(e.index.Entries(kid))})
 		}
 		data["Checkpoint"] = e.cpInfo
+		data["Witnessed"] = e.cfg.Verifier.Witnessed()
 		data["Root"] = hex.EncodeToString(e.cpInfo.Root)
 		data["Note"] = string(e.cp)
 		data["Rows"] = rows

@@ -30,6 +30,9 @@ type Entry struct {
 	KID       string
 	SessionID string
 	Sequence  int64
+	// Payload is the receipt's payload as parsed: strings, bool, nil,
+	// json.Number, []any and map[string]any. It must not be modified.
+	Payload map[string]any
 }
 
 // Leaf returns the log leaf: the JCS of {"public_key": <hex>, "receipt": <receipt>}.
@@ -116,6 +119,7 @@ func ParseEntry(data []byte) (*Entry, error) {
 	if n := len(e.Leaf()); n > MaxEntrySize {
 		return nil, fmt.Errorf("%w: canonical leaf is %d bytes, limit %d", ErrEntryTooLarge, n, MaxEntrySize)
 	}
+	e.Payload = rc.payload
 	e.SessionID, _ = rc.payload["session_id"].(string)
 	e.Sequence, _ = number(rc.payload["sequence"])
 	return e, nil

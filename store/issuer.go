@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/docketlog/docket/internal/durable"
@@ -28,7 +30,23 @@ type issuerJournal struct {
 	Last    int64  `json:"last"`
 	Session string `json:"session"`
 	Done    bool   `json:"done,omitempty"`
+	// Boot is the kernel's boot id when the journal was written (Linux).
+	// A write survives the death of the process that made it, but not a
+	// crash of the machine, so the journal is trusted without fsync only
+	// within the boot that wrote it; after a reboot the counter is rebuilt
+	// from the chains, whose appends are fsynced.
+	Boot string `json:"boot,omitempty"`
 }
+
+// bootID returns the kernel's boot id, or "" where there is none to read:
+// the journal is then fsynced at every write.
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
 
 // issuerCounter is the issuer-wide counter held under its lock.
 type issuerCounter struct {
@@ -39,12 +57,13 @@ type issuerCounter struct {
 }
 
 // allocIssuerSequence takes the issuer lock and allocates the next
-// issuer_sequence for a receipt of session. The number is journaled
-// durably before the receipt is written, so that a crash can neither hand
-// the same number to two receipts (an equivocation an auditor would flag)
-// nor lose one silently: when the journaled receipt is not in its chain
-// after a crash, its number is allocated again. The caller writes the
-// receipt, then calls done, and finally release.
+// issuer_sequence for a receipt of session. The number is journaled before
+// the receipt is written, so that a crash can neither hand the same number
+// to two receipts (an equivocation an auditor would flag) nor lose one
+// silently: when the journaled receipt is not in its chain after a crash,
+// its number is allocated again, and after a reboot the counter is rebuilt
+// from the chains (see issuerJournal.Boot). The caller writes the receipt,
+// then calls done, and finally release.
 func (s *Store) allocIssuerSequence(session string) (*issuerCounter, error) {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return nil, err
@@ -78,18 +97,13 @@ func (c *issuerCounter) load(session string) error {
 	}
 	var jr issuerJournal
 	switch {
-	case len(data) == 0 && c.isNew():
-		// A store without a journal: continue after the highest number
-		// any chain holds (0 for receipts that predate the counter).
+	case len(data) == 0, json.Unmarshal(data, &jr) != nil, jr.Boot != bootID() || jr.Boot == "" && bootID() != "":
+		// No journal yet (receipts that predate the counter carry none),
+		// a torn one, or one from before a reboot: continue after the
+		// highest number any chain holds.
 		if jr.Last, err = c.s.maxIssuerSequence(); err != nil {
 			return err
 		}
-		jr.Done = true
-	case json.Unmarshal(data, &jr) != nil:
-		if jr.Last, err = c.s.maxIssuerSequence(); err != nil {
-			return err
-		}
-		jr.Done = true
 	case !jr.Done:
 		// The receipt journaled last may not have reached its chain.
 		last, err := c.s.lastIssuerSequence(jr.Session)
@@ -101,16 +115,11 @@ func (c *issuerCounter) load(session string) error {
 		}
 	}
 	c.next = jr.Last + 1
-	return c.write(issuerJournal{Last: c.next, Session: session}, true)
-}
-
-// isNew reports whether the journal was just created.
-func (c *issuerCounter) isNew() bool {
-	fi, err := c.j.Stat()
-	return err == nil && fi.Size() == 0
+	return c.write(issuerJournal{Last: c.next, Session: session}, bootID() == "")
 }
 
 func (c *issuerCounter) write(jr issuerJournal, sync bool) error {
+	jr.Boot = bootID()
 	b, _ := json.Marshal(jr)
 	b = append(b, '\n')
 	if _, err := c.j.WriteAt(b, 0); err != nil {
@@ -215,7 +224,7 @@ func (s *Store) issuerLast() (int64, error) {
 	}
 	data, err := os.ReadFile(filepath.Join(s.Dir, IssuerJournalFile))
 	var jr issuerJournal
-	if err != nil || json.Unmarshal(data, &jr) != nil {
+	if err != nil || json.Unmarshal(data, &jr) != nil || jr.Boot != bootID() {
 		return s.maxIssuerSequence()
 	}
 	if !jr.Done {

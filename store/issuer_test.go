@@ -64,9 +64,14 @@ func TestIssuerSequence(t *testing.T) {
 	}
 
 	journal := filepath.Join(st.Dir, IssuerJournalFile)
+	writeJournal := func(jr issuerJournal) {
+		jr.Boot = bootID()
+		b, _ := json.Marshal(jr)
+		os.WriteFile(journal, b, 0o600)
+	}
 	// A crash after journaling 6 for session a, before a's chain got it:
 	// 6 is handed out again, not skipped.
-	os.WriteFile(journal, []byte(`{"last":6,"session":"a"}`), 0o600)
+	writeJournal(issuerJournal{Last: 6, Session: "a"})
 	if n := appendSigned(t, st, kf, "b", ""); n != 6 {
 		t.Errorf("after a crash before the append: issuer_sequence %d, want 6", n)
 	}
@@ -74,15 +79,21 @@ func TestIssuerSequence(t *testing.T) {
 	if n := appendSigned(t, st, kf, "a", ""); n != 7 {
 		t.Fatalf("issuer_sequence %d, want 7", n)
 	}
-	os.WriteFile(journal, []byte(`{"last":7,"session":"a"}`), 0o600)
+	writeJournal(issuerJournal{Last: 7, Session: "a"})
 	if n := appendSigned(t, st, kf, "c", ""); n != 8 {
 		t.Errorf("after a crash after the append: issuer_sequence %d, want 8", n)
+	}
+	// A journal written before a reboot is not trusted (its last writes
+	// may not have reached the disk): the counter comes from the chains.
+	os.WriteFile(journal, []byte(`{"last":3,"session":"b","done":true,"boot":"an-earlier-boot"}`), 0o600)
+	if n := appendSigned(t, st, kf, "b", ""); n != 9 {
+		t.Errorf("after a reboot: issuer_sequence %d, want 9", n)
 	}
 	// A journal that is lost or torn is rebuilt from the chains.
 	for _, data := range []string{"", `{"last":`} {
 		os.WriteFile(journal, []byte(data), 0o600)
 		want := appendSigned(t, st, kf, "a", "")
-		if want != 9 && want != 10 {
+		if want != 10 && want != 11 {
 			t.Errorf("after journal %q: issuer_sequence %d, want the next after the chains' highest", data, want)
 		}
 	}
@@ -91,8 +102,8 @@ func TestIssuerSequence(t *testing.T) {
 	if err == nil {
 		t.Fatal("Append with a failing build succeeded")
 	}
-	if n := appendSigned(t, st, kf, "b", ""); n != 11 {
-		t.Errorf("after a failed build: issuer_sequence %d, want 11", n)
+	if n := appendSigned(t, st, kf, "b", ""); n != 12 {
+		t.Errorf("after a failed build: issuer_sequence %d, want 12", n)
 	}
 }
 
