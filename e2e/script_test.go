@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	f_log "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/docketlog/docket/internal/cli/clitest"
@@ -34,10 +35,21 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hookdata, err := filepath.Abs("../testdata/hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The docket the scenarios run, as docket init writes it into hooks.
+	docket, err := exec.LookPath("docket")
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "../testdata/script",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("VECTORS", vectors)
+			env.Setenv("HOOKDATA", hookdata)
+			env.Setenv("DOCKET", docket)
 			// Free loopback ports for the servers a scenario starts.
 			for _, name := range []string{"LOG_PORT", "W1_PORT", "W2_PORT", "W3_PORT"} {
 				port, err := freePort()
@@ -50,10 +62,12 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfor": cmdWaitfor,
-			"exits":   cmdExits,
-			"genkey":  cmdGenkey,
-			"addcp":   cmdAddcp,
+			"waitfor":    cmdWaitfor,
+			"exits":      cmdExits,
+			"genkey":     cmdGenkey,
+			"addcp":      cmdAddcp,
+			"perm":       cmdPerm,
+			"checkpoint": cmdCheckpoint,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "short" {
@@ -160,4 +174,41 @@ func cmdAddcp(ts *testscript.TestScript, neg bool, args []string) {
 	b, err := io.ReadAll(resp.Body)
 	ts.Check(err)
 	fmt.Fprintf(ts.Stdout(), "%d\n%s", resp.StatusCode, b)
+}
+
+// cmdPerm checks the permission bits of a file: `perm 0600 FILE`.
+func cmdPerm(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: perm MODE FILE")
+	}
+	want, err := strconv.ParseUint(args[0], 8, 32)
+	ts.Check(err)
+	fi, err := os.Stat(ts.MkAbs(args[1]))
+	ts.Check(err)
+	if got := fi.Mode().Perm(); got != os.FileMode(want) {
+		ts.Fatalf("%s has mode %#o, want %#o", args[1], got, want)
+	}
+}
+
+// cmdCheckpoint fetches URL/checkpoint, verifies it with the note verifier
+// key in VKEYFILE, and prints its origin and size:
+// `checkpoint URL VKEYFILE`.
+func cmdCheckpoint(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: checkpoint URL VKEYFILE")
+	}
+	vkey, err := os.ReadFile(ts.MkAbs(args[1]))
+	ts.Check(err)
+	v, err := note.NewVerifier(strings.TrimSpace(string(vkey)))
+	ts.Check(err)
+	resp, err := http.Get(args[0] + "/checkpoint")
+	ts.Check(err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	ts.Check(err)
+	cp, _, _, err := f_log.ParseCheckpoint(b, v.Name(), v)
+	if err != nil {
+		ts.Fatalf("checkpoint of %s: %v", args[0], err)
+	}
+	fmt.Fprintf(ts.Stdout(), "%s size %d\n", cp.Origin, cp.Size)
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -359,107 +358,6 @@ func TestPostNeverBlocks(t *testing.T) {
 	pl := p.verify(t, claudeSession)
 	if len(pl) != 3 || pl[1].DecisionReceiptHash == "" || pl[2].LifecycleEvent != "session_end" {
 		t.Fatalf("chain after draining = %d receipts, want decision, linked execution, session end", len(pl))
-	}
-}
-
-// TestInitAndDoctor sets a project up with docket init over existing
-// settings, checks that a second init changes nothing, and that docket
-// doctor passes — and fails when the installed gate does not block.
-func TestInitAndDoctor(t *testing.T) {
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &project{dir: dir, home: t.TempDir()}
-	existing := `{"permissions":{"allow":["Bash(ls:*)"]},"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"true"}]}]}}`
-	settings := filepath.Join(dir, ".claude", "settings.json")
-	writeFile(t, settings, []byte(existing), 0o644)
-	writeFile(t, filepath.Join(dir, ".gitignore"), []byte("node_modules"), 0o644)
-
-	if r := p.run(t, nil, nil, "init"); r.code != 0 {
-		t.Fatalf("Init() = exit %d (%s), want 0", r.code, r.stderr)
-	}
-	first, _ := os.ReadFile(settings)
-	var s struct {
-		Permissions map[string]any
-		Hooks       map[string][]struct {
-			Matcher string
-			Hooks   []struct{ Type, Command string }
-		}
-	}
-	if err := json.Unmarshal(first, &s); err != nil {
-		t.Fatal(err)
-	}
-	if s.Permissions == nil || len(s.Hooks["PreToolUse"]) != 2 || s.Hooks["PreToolUse"][0].Hooks[0].Command != "true" {
-		t.Fatalf("Init() settings = %s, want the existing settings kept and docket's hooks added", first)
-	}
-	for _, ev := range []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "SessionStart", "SessionEnd"} {
-		g := s.Hooks[ev]
-		if len(g) == 0 || !strings.Contains(g[len(g)-1].Hooks[0].Command, "docket hook ") {
-			t.Fatalf("Init() settings has no docket hook for %s: %s", ev, first)
-		}
-	}
-	if r := p.run(t, nil, nil, "init"); r.code != 0 {
-		t.Fatalf("Init() again = exit %d (%s), want 0", r.code, r.stderr)
-	}
-	if second, _ := os.ReadFile(settings); string(second) != string(first) {
-		t.Fatalf("Init() again changed settings:\n%s\nwant\n%s", second, first)
-	}
-	gi, _ := os.ReadFile(filepath.Join(dir, ".gitignore"))
-	if !strings.HasPrefix(string(gi), "node_modules\n") || strings.Count(string(gi), "/.docket/issuer.key") != 1 {
-		t.Fatalf(".gitignore = %q, want the old lines and docket's once", gi)
-	}
-	if fi, err := os.Stat(filepath.Join(dir, ".docket", "issuer.key")); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("issuer key: %v, want mode 0600", err)
-	}
-
-	if r := p.run(t, nil, nil, "doctor"); r.code != 0 || !strings.Contains(r.stdout, "the gate blocks") {
-		t.Fatalf("Doctor() = exit %d\n%s%s\nwant exit 0 and the gate blocks", r.code, r.stdout, r.stderr)
-	}
-	// A policy that permits everything: the hook runs but does not block.
-	writeFile(t, filepath.Join(dir, ".docket", "policy", "docket.cedar"), []byte(`@id("all") permit (principal, action, resource);`), 0o644)
-	if r := p.run(t, nil, nil, "doctor"); r.code != 2 || !strings.Contains(r.stdout, "allowed") {
-		t.Fatalf("Doctor() with a permit-all policy = exit %d\n%s\nwant exit 2 and the call reported allowed", r.code, r.stdout)
-	}
-	// A hook command that is not there: Claude Code would let the call run.
-	docketBin, err := exec.LookPath("docket")
-	if err != nil {
-		t.Fatal(err)
-	}
-	broken := strings.ReplaceAll(string(first), docketBin+" hook pre", "/nonexistent/docket hook pre")
-	writeFile(t, settings, []byte(broken), 0o644)
-	if r := p.run(t, nil, nil, "doctor"); r.code != 2 || !strings.Contains(r.stdout, "lets the call run") {
-		t.Fatalf("Doctor() with a missing hook binary = exit %d\n%s\nwant exit 2", r.code, r.stdout)
-	}
-}
-
-// TestPolicyCommands checks docket policy check and eval.
-func TestPolicyCommands(t *testing.T) {
-	p := newProject(t, filepath.Join("..", "testdata", "hook", "bench20.cedar"))
-	r := p.run(t, nil, nil, "policy", "check")
-	if r.code != 0 || !strings.Contains(r.stdout, "policy_digest sha256:") || !strings.Contains(r.stdout, "policies 20") {
-		t.Fatalf("policy check = exit %d\n%s%s\nwant the digest and 20 policies", r.code, r.stdout, r.stderr)
-	}
-	r = p.run(t, p.fixture(t, "claude/pre-bash.json", map[string]any{"tool_input.command": "ls | xargs rm -rf"}), nil, "policy", "eval")
-	var out struct {
-		Decision  string   `json:"decision"`
-		PolicyIDs []string `json:"policy_ids"`
-		Calls     []struct {
-			Requests []struct{ Action, Resource string }
-		}
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 {
-		t.Fatalf("policy eval = exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
-	}
-	if len(out.Calls) != 1 || len(out.Calls[0].Requests) < 3 {
-		t.Fatalf("policy eval requests = %+v, want the Bash request and one ExecCommand per program", out.Calls)
-	}
-	if _, err := os.Stat(filepath.Join(p.dir, ".docket", "sessions")); err == nil {
-		t.Fatalf("policy eval recorded a receipt, want nothing recorded")
-	}
-	writePolicy(`@id("a") permit (principal, action, resource) when { ; `)(t, p)
-	if r := p.run(t, nil, nil, "policy", "check"); r.code != 2 || !strings.Contains(r.stderr, "parse error") {
-		t.Fatalf("policy check of a broken policy = exit %d (%s), want exit 2 and the parse error", r.code, r.stderr)
 	}
 }
 

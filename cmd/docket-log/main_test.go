@@ -454,35 +454,6 @@ func checkConsistent(t *testing.T, u string, v note.Verifier, old, new *f_log.Ch
 	}
 }
 
-func TestKeys(t *testing.T) {
-	t.Run("loose permissions refused", func(t *testing.T) {
-		tl := newTestLog(t)
-		os.Chmod(tl.key, 0o644)
-		out, err := exec.Command(logBin, "-listen", tl.addr, "-key", tl.key, "-storage-dir", filepath.Join(tl.dir, "data")).CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "chmod 600") {
-			t.Errorf("docket-log with a 0644 key = %v %s, want exit 1 naming chmod 600", err, out)
-		}
-	})
-	t.Run("generated on first start", func(t *testing.T) {
-		dir, addr := t.TempDir(), freeAddr(t)
-		args := []string{"-listen", addr, "-storage-dir", dir, "-origin", "example.com/gen"}
-		p := start(t, logBin, addr, "/checkpoint", args...)
-		vkey := strings.TrimSpace(p.stdout.String())
-		v, err := note.NewVerifier(vkey)
-		if err != nil || v.Name() != "example.com/gen" {
-			t.Fatalf("printed vkey %q: %v, want a key named example.com/gen", vkey, err)
-		}
-		if _, _, _, err := f_log.ParseCheckpoint(get(t, p.url+"/checkpoint").body, v.Name(), v); err != nil {
-			t.Errorf("checkpoint does not verify with the printed vkey: %v", err)
-		}
-		p.stop()
-		p = start(t, logBin, addr, "/checkpoint", args...)
-		if out := p.stdout.String(); out != "" {
-			t.Errorf("second start printed %q, want the existing key reused silently", out)
-		}
-	})
-}
-
 // TestCrash kills the log with SIGKILL while clients submit, restarts it,
 // and checks that every receipt ends up in the log exactly once, every
 // proof verifies, and the log after the restart is consistent with the log
