@@ -34,6 +34,12 @@ import (
 // Main is a TestMain body: it runs the command the test binary was started
 // as, or else the tests with the commands on $PATH. It does not return.
 func Main(m testscript.TestingM) {
+	// Built with -race, each command would sleep a second at exit
+	// (GORACE's atexit_sleep_ms) before reporting races that show only
+	// then; the tests start hundreds of them.
+	if _, ok := os.LookupEnv("GORACE"); !ok {
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
 	testscript.Main(m, map[string]func(){
 		"docket": func() {
 			ctx := context.Background()
