@@ -50,7 +50,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("VECTORS", vectors)
 			env.Setenv("HOOKDATA", hookdata)
 			env.Setenv("DOCKET", docket)
-			env.Setenv("GORACE", os.Getenv("GORACE")) // set by clitest.Main
+			env.Setenv("CLIBIN", filepath.Dir(docket)) // docket, docket-log, docket-witness
+			env.Setenv("GORACE", os.Getenv("GORACE"))  // set by clitest.Main
 			// Free loopback ports for the servers a scenario starts.
 			for _, name := range []string{"LOG_PORT", "W1_PORT", "W2_PORT", "W3_PORT"} {
 				port, err := freePort()
