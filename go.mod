@@ -6,7 +6,6 @@ require (
 	filippo.io/edwards25519 v1.2.0
 	github.com/BurntSushi/toml v1.6.0
 	github.com/cedar-policy/cedar-go v1.9.0
-	github.com/rogpeppe/go-internal v1.16.0
 	github.com/transparency-dev/formats v0.1.1
 	github.com/transparency-dev/merkle v0.0.2
 	github.com/transparency-dev/tessera v1.0.4
@@ -15,6 +14,13 @@ require (
 	k8s.io/klog/v2 v2.130.1
 	modernc.org/sqlite v1.61.1
 	mvdan.cc/sh/v3 v3.14.1
+)
+
+// Used only by the tests: testscript runs the commands in the test binaries
+// (internal/cli/clitest) and the txtar scenarios in testdata/script.
+require (
+	github.com/rogpeppe/go-internal v1.16.0
+	golang.org/x/tools v0.52.0 // indirect
 )
 
 require (
@@ -37,7 +43,6 @@ require (
 	golang.org/x/crypto v0.52.0 // indirect
 	golang.org/x/exp v0.0.0-20240325151524-a685a6edb6d8 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/tools v0.52.0 // indirect
 	modernc.org/libc v1.79.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect

@@ -71,7 +71,7 @@ func newAgentProject(t *testing.T, agent string) *agentProject {
 		"LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1", "CI=1",
 	}
 	p.run(nil, "git", "init", "-q")
-	out, code := p.docket("init", "-agent", agent, "-command", filepath.Join(binDir, "docket"))
+	out, code := p.docket("init", "-agent", agent, "-command", docketPath(t))
 	if code != 0 {
 		t.Fatalf("docket init -agent %s: exit %d\n%s", agent, code, out)
 	}
@@ -123,7 +123,7 @@ func (p *agentProject) run(extra []string, name string, args ...string) (string,
 }
 
 func (p *agentProject) docket(args ...string) (string, int) {
-	return p.run(nil, filepath.Join(binDir, "docket"), args...)
+	return p.run(nil, docketPath(p.t), args...)
 }
 
 func (p *agentProject) exists(path string) bool {
@@ -473,4 +473,15 @@ func codexHooks(t *testing.T, p *agentProject, bin, codexHome string) []codexHoo
 		}
 		return hooks
 	}
+}
+
+// docketPath is the docket the agents' hooks run: the test binary
+// answering as docket, on $PATH (internal/cli/clitest).
+func docketPath(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("docket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

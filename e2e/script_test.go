@@ -1,6 +1,7 @@
-// Package e2e runs the shipped binaries end to end: testscript scenarios in
+// Package e2e runs Docket's commands end to end: testscript scenarios in
 // ../testdata/script/*.txtar drive docket, docket-log and docket-witness as
-// real processes on loopback ports.
+// real processes on loopback ports. The processes are this test binary
+// answering as each command (internal/cli/clitest), so nothing is built.
 package e2e
 
 import (
@@ -20,43 +21,37 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	f_log "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/docketlog/docket/internal/cli/clitest"
 	"github.com/docketlog/docket/internal/tlogtest"
 )
 
-// binDir holds the binaries built once for every scenario.
-var binDir string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "docket-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../cmd/docket", "../cmd/docket-log", "../cmd/docket-witness")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building binaries:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { clitest.Main(m) }
 
 func TestScripts(t *testing.T) {
 	vectors, err := filepath.Abs("../testdata/vectors")
 	if err != nil {
 		t.Fatal(err)
 	}
+	hookdata, err := filepath.Abs("../testdata/hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The docket the scenarios run, as docket init writes it into hooks.
+	docket, err := exec.LookPath("docket")
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "../testdata/script",
 		Setup: func(env *testscript.Env) error {
-			env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("VECTORS", vectors)
+			env.Setenv("HOOKDATA", hookdata)
+			env.Setenv("DOCKET", docket)
+			env.Setenv("CLIBIN", filepath.Dir(docket)) // docket, docket-log, docket-witness
+			env.Setenv("GORACE", os.Getenv("GORACE"))  // set by clitest.Main
 			// Free loopback ports for the servers a scenario starts.
 			for _, name := range []string{"LOG_PORT", "W1_PORT", "W2_PORT", "W3_PORT"} {
 				port, err := freePort()
@@ -69,10 +64,12 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfor": cmdWaitfor,
-			"exits":   cmdExits,
-			"genkey":  cmdGenkey,
-			"addcp":   cmdAddcp,
+			"waitfor":    cmdWaitfor,
+			"exits":      cmdExits,
+			"genkey":     cmdGenkey,
+			"addcp":      cmdAddcp,
+			"perm":       cmdPerm,
+			"checkpoint": cmdCheckpoint,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "short" {
@@ -179,4 +176,41 @@ func cmdAddcp(ts *testscript.TestScript, neg bool, args []string) {
 	b, err := io.ReadAll(resp.Body)
 	ts.Check(err)
 	fmt.Fprintf(ts.Stdout(), "%d\n%s", resp.StatusCode, b)
+}
+
+// cmdPerm checks the permission bits of a file: `perm 0600 FILE`.
+func cmdPerm(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: perm MODE FILE")
+	}
+	want, err := strconv.ParseUint(args[0], 8, 32)
+	ts.Check(err)
+	fi, err := os.Stat(ts.MkAbs(args[1]))
+	ts.Check(err)
+	if got := fi.Mode().Perm(); got != os.FileMode(want) {
+		ts.Fatalf("%s has mode %#o, want %#o", args[1], got, want)
+	}
+}
+
+// cmdCheckpoint fetches URL/checkpoint, verifies it with the note verifier
+// key in VKEYFILE, and prints its origin and size:
+// `checkpoint URL VKEYFILE`.
+func cmdCheckpoint(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: checkpoint URL VKEYFILE")
+	}
+	vkey, err := os.ReadFile(ts.MkAbs(args[1]))
+	ts.Check(err)
+	v, err := note.NewVerifier(strings.TrimSpace(string(vkey)))
+	ts.Check(err)
+	resp, err := http.Get(args[0] + "/checkpoint")
+	ts.Check(err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	ts.Check(err)
+	cp, _, _, err := f_log.ParseCheckpoint(b, v.Name(), v)
+	if err != nil {
+		ts.Fatalf("checkpoint of %s: %v", args[0], err)
+	}
+	fmt.Fprintf(ts.Stdout(), "%s size %d\n", cp.Origin, cp.Size)
 }

@@ -28,6 +28,26 @@ import (
 //   - docket-help: the static docket doing nothing, the least any docket
 //     command costs.
 
+// build builds the package pkg (with extra environment variables) into
+// b's temporary directory and returns the binary: the benchmarks time the
+// shipped docket, not the test binary that answers as docket in the tests.
+func build(b *testing.B, pkg string, env ...string) string {
+	out := filepath.Join(b.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), env...)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building %s: %v\n%s", pkg, err, msg)
+	}
+	return out
+}
+
+// The packages the benchmarks build: docket, and bare, the baseline (a Go
+// process that reads stdin and writes one line).
+const (
+	docketPkg = "github.com/docketlog/docket/cmd/docket"
+	barePkg   = "../testdata/hook/bare"
+)
+
 func benchProject(b *testing.B) (*project, []byte) {
 	p := newProject(b, filepath.Join("..", "testdata", "hook", "bench20.cedar"))
 	return p, p.fixture(b, "claude/pre-bash.json", map[string]any{"session_id": "bench", "tool_input.command": "git status"})
@@ -51,6 +71,7 @@ func runProcess(b *testing.B, dir string, stdin []byte, env []string, bin string
 func BenchmarkHookPreProcess(b *testing.B) {
 	p, ev := benchProject(b)
 	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home)
+	docketBin := build(b, docketPkg)
 	for b.Loop() {
 		runProcess(b, p.dir, ev, env, docketBin, "hook", "pre")
 	}
@@ -59,6 +80,7 @@ func BenchmarkHookPreProcess(b *testing.B) {
 func BenchmarkBareProcess(b *testing.B) {
 	p, ev := benchProject(b)
 	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home)
+	bareBin := build(b, barePkg)
 	for b.Loop() {
 		runProcess(b, p.dir, ev, env, bareBin)
 	}
@@ -67,12 +89,8 @@ func BenchmarkBareProcess(b *testing.B) {
 func BenchmarkHookPreVsBare(b *testing.B) {
 	p, ev := benchProject(b)
 	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home)
-	static := filepath.Join(b.TempDir(), "docket-static")
-	build := exec.Command("go", "build", "-o", static, "github.com/docketlog/docket/cmd/docket")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building a static docket: %v\n%s", err, out)
-	}
+	docketBin, bareBin := build(b, docketPkg), build(b, barePkg)
+	static := build(b, docketPkg, "CGO_ENABLED=0")
 	durable := filepath.Join(p.dir, "bare-durable.log")
 	var pre, preStatic, bare, bareDurable, help []time.Duration
 	for b.Loop() {

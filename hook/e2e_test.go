@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,7 +15,9 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 const claudeSession = "4c5e6f70-8a9b-4c0d-9e1f-2a3b4c5d6e7f"
@@ -360,188 +361,6 @@ func TestPostNeverBlocks(t *testing.T) {
 	}
 }
 
-// TestInitAndDoctor sets a project up with docket init over existing
-// settings, checks that a second init changes nothing, and that docket
-// doctor passes — and fails when the installed gate does not block.
-func TestInitAndDoctor(t *testing.T) {
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &project{dir: dir, home: t.TempDir()}
-	// Only sh on PATH: init sets up the agents whose binaries it finds.
-	env := []string{"PATH=" + onlySh(t)}
-	existing := `{"permissions":{"allow":["Bash(ls:*)"]},"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"true"}]}]}}`
-	settings := filepath.Join(dir, ".claude", "settings.json")
-	writeFile(t, settings, []byte(existing), 0o644)
-	writeFile(t, filepath.Join(dir, ".gitignore"), []byte("node_modules"), 0o644)
-
-	if r := p.run(t, nil, env, "init"); r.code != 0 {
-		t.Fatalf("Init() = exit %d (%s), want 0", r.code, r.stderr)
-	}
-	first, _ := os.ReadFile(settings)
-	var s struct {
-		Permissions map[string]any
-		Hooks       map[string][]struct {
-			Matcher string
-			Hooks   []struct{ Type, Command string }
-		}
-	}
-	if err := json.Unmarshal(first, &s); err != nil {
-		t.Fatal(err)
-	}
-	if s.Permissions == nil || len(s.Hooks["PreToolUse"]) != 2 || s.Hooks["PreToolUse"][0].Hooks[0].Command != "true" {
-		t.Fatalf("Init() settings = %s, want the existing settings kept and docket's hooks added", first)
-	}
-	for _, ev := range []string{"PreToolUse", "PostToolUse", "PostToolUseFailure", "SessionStart", "SessionEnd"} {
-		g := s.Hooks[ev]
-		if len(g) == 0 || !strings.Contains(g[len(g)-1].Hooks[0].Command, "docket hook ") {
-			t.Fatalf("Init() settings has no docket hook for %s: %s", ev, first)
-		}
-	}
-	if r := p.run(t, nil, env, "init"); r.code != 0 {
-		t.Fatalf("Init() again = exit %d (%s), want 0", r.code, r.stderr)
-	}
-	if second, _ := os.ReadFile(settings); string(second) != string(first) {
-		t.Fatalf("Init() again changed settings:\n%s\nwant\n%s", second, first)
-	}
-	gi, _ := os.ReadFile(filepath.Join(dir, ".gitignore"))
-	if !strings.HasPrefix(string(gi), "node_modules\n") || strings.Count(string(gi), "/.docket/issuer.key") != 1 {
-		t.Fatalf(".gitignore = %q, want the old lines and docket's once", gi)
-	}
-	if fi, err := os.Stat(filepath.Join(dir, ".docket", "issuer.key")); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("issuer key: %v, want mode 0600", err)
-	}
-
-	if r := p.run(t, nil, env, "doctor"); r.code != 0 || !strings.Contains(r.stdout, "the gate blocks") {
-		t.Fatalf("Doctor() = exit %d\n%s%s\nwant exit 0 and the gate blocks", r.code, r.stdout, r.stderr)
-	}
-	// A policy that permits everything: the hook runs but does not block.
-	writeFile(t, filepath.Join(dir, ".docket", "policy", "docket.cedar"), []byte(`@id("all") permit (principal, action, resource);`), 0o644)
-	if r := p.run(t, nil, env, "doctor"); r.code != 2 || !strings.Contains(r.stdout, "allowed") {
-		t.Fatalf("Doctor() with a permit-all policy = exit %d\n%s\nwant exit 2 and the call reported allowed", r.code, r.stdout)
-	}
-	// A hook command that is not there: Claude Code would let the call run.
-	broken := strings.ReplaceAll(string(first), docketBin+" hook pre", "/nonexistent/docket hook pre")
-	writeFile(t, settings, []byte(broken), 0o644)
-	if r := p.run(t, nil, env, "doctor"); r.code != 2 || !strings.Contains(r.stdout, "lets the call run") {
-		t.Fatalf("Doctor() with a missing hook binary = exit %d\n%s\nwant exit 2", r.code, r.stdout)
-	}
-}
-
-// onlySh returns a directory holding only sh, for a PATH on which no agent
-// CLI is found.
-func onlySh(t *testing.T) string {
-	dir := t.TempDir()
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(sh, filepath.Join(dir, "sh")); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// TestInitAndDoctorAgents checks docket init -agent for Gemini CLI and
-// Codex (their files, timeout units, what the user must still do) and that
-// docket doctor fails while their trust files keep the hooks from running.
-// e2e/agents_test.go does the same with the real CLIs.
-func TestInitAndDoctorAgents(t *testing.T) {
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &project{dir: dir, home: t.TempDir()}
-	codexHome := filepath.Join(p.home, ".codex")
-	env := []string{"CODEX_HOME=" + codexHome, "GEMINI_CLI_HOME=", "GEMINI_CLI_TRUSTED_FOLDERS_PATH=", "GEMINI_CLI_TRUST_WORKSPACE="}
-	r := p.run(t, nil, env, "init", "-agent", "gemini,codex")
-	if r.code != 0 {
-		t.Fatalf("init -agent gemini,codex = exit %d (%s), want 0", r.code, r.stderr)
-	}
-	for _, want := range []string{"trust the folder", "/hooks"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("init -agent gemini,codex says\n%s\nwant what to do, with %q", r.stdout, want)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, ".claude")); err == nil {
-		t.Error("init -agent gemini,codex wrote Claude Code settings")
-	}
-	for _, tt := range []struct {
-		file, event, cmd string
-		timeout          int
-	}{
-		{".gemini/settings.json", "BeforeTool", docketBin + " hook pre -agent gemini", 30000},
-		{".codex/hooks.json", "PreToolUse", docketBin + " hook pre -agent codex", 30},
-	} {
-		data, err := os.ReadFile(filepath.Join(dir, tt.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s struct {
-			Hooks map[string][]struct {
-				Hooks []struct {
-					Command string
-					Timeout int
-				}
-			}
-		}
-		if err := json.Unmarshal(data, &s); err != nil {
-			t.Fatal(err)
-		}
-		if g := s.Hooks[tt.event]; len(g) != 1 || g[0].Hooks[0].Command != tt.cmd || g[0].Hooks[0].Timeout != tt.timeout {
-			t.Errorf("%s %s = %+v, want %q with timeout %d", tt.file, tt.event, g, tt.cmd, tt.timeout)
-		}
-	}
-	if r := p.run(t, nil, env, "init", "-agent", "all"); r.code != 0 || !strings.Contains(r.stdout, "kept hooks in .gemini/settings.json") {
-		t.Fatalf("init -agent all = exit %d\n%s%s\nwant the Gemini hooks kept", r.code, r.stdout, r.stderr)
-	}
-
-	r = p.run(t, nil, env, "doctor")
-	if r.code != 2 || !strings.Contains(r.stdout, "FAIL  gemini runs project hooks") || !strings.Contains(r.stdout, "FAIL  codex runs project hooks") {
-		t.Fatalf("doctor with untrusted Gemini and Codex = exit %d\n%s\nwant exit 2 and both trust checks failing", r.code, r.stdout)
-	}
-	if !strings.Contains(r.stdout, "ok    gemini BeforeTool hook") || !strings.Contains(r.stdout, "ok    codex PreToolUse hook") {
-		t.Errorf("doctor = \n%s\nwant each agent's pre hook probed with its own event and blocking", r.stdout)
-	}
-	writeFile(t, filepath.Join(p.home, ".gemini", "trustedFolders.json"), []byte(fmt.Sprintf(`{%q: "TRUST_PARENT"}`, filepath.Join(dir, "sub"))), 0o644)
-	writeFile(t, filepath.Join(codexHome, "config.toml"), []byte(fmt.Sprintf("[projects.%q]\ntrust_level = \"trusted\"\n", dir)), 0o644)
-	r = p.run(t, nil, env, "doctor")
-	if r.code != 2 || !strings.Contains(r.stdout, "ok    gemini runs project hooks") || !strings.Contains(r.stdout, "hooks for PreToolUse, PostToolUse, SessionStart, SessionEnd are not trusted") {
-		t.Fatalf("doctor with Gemini trusted and Codex hooks untrusted = exit %d\n%s\nwant exit 2, Gemini passing, Codex's hooks failing", r.code, r.stdout)
-	}
-}
-
-// TestPolicyCommands checks docket policy check and eval.
-func TestPolicyCommands(t *testing.T) {
-	p := newProject(t, filepath.Join("..", "testdata", "hook", "bench20.cedar"))
-	r := p.run(t, nil, nil, "policy", "check")
-	if r.code != 0 || !strings.Contains(r.stdout, "policy_digest sha256:") || !strings.Contains(r.stdout, "policies 20") {
-		t.Fatalf("policy check = exit %d\n%s%s\nwant the digest and 20 policies", r.code, r.stdout, r.stderr)
-	}
-	r = p.run(t, p.fixture(t, "claude/pre-bash.json", map[string]any{"tool_input.command": "ls | xargs rm -rf"}), nil, "policy", "eval")
-	var out struct {
-		Decision  string   `json:"decision"`
-		PolicyIDs []string `json:"policy_ids"`
-		Calls     []struct {
-			Requests []struct{ Action, Resource string }
-		}
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 {
-		t.Fatalf("policy eval = exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
-	}
-	if len(out.Calls) != 1 || len(out.Calls[0].Requests) < 3 {
-		t.Fatalf("policy eval requests = %+v, want the Bash request and one ExecCommand per program", out.Calls)
-	}
-	if _, err := os.Stat(filepath.Join(p.dir, ".docket", "sessions")); err == nil {
-		t.Fatalf("policy eval recorded a receipt, want nothing recorded")
-	}
-	writePolicy(`@id("a") permit (principal, action, resource) when { ; `)(t, p)
-	if r := p.run(t, nil, nil, "policy", "check"); r.code != 2 || !strings.Contains(r.stderr, "parse error") {
-		t.Fatalf("policy check of a broken policy = exit %d (%s), want exit 2 and the parse error", r.code, r.stderr)
-	}
-}
-
 // TestPostStartsSync checks that, with a log configured, the post hook
 // starts a detached docket sync that submits the receipts, and returns
 // without waiting for it.
@@ -579,6 +398,16 @@ func TestPostStartsSync(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no receipt reached the log: the post hook did not start docket sync")
+	}
+	// Wait for the sync to end (it holds the sync lock until then) before
+	// the project is removed under it.
+	f, err := os.Open(filepath.Join(p.dir, ".docket", store.SyncLockFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := durable.Lock(f); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -140,7 +140,7 @@ func TestPreSignalBlocks(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			p := newProject(t)
-			cmd := exec.Command(docketBin, "hook", "pre")
+			cmd := exec.Command("docket", "hook", "pre")
 			cmd.Dir = p.dir
 			cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "DOCKET_TEST_FAULT=signal")
 			cmd.Stdin = bytes.NewReader(p.fixture(t, "claude/pre-bash.json", nil))

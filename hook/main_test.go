@@ -4,46 +4,21 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/docketlog/docket/internal/cli/clitest"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
 )
 
-// The end-to-end tests run the real binaries, built once here: docket, and
-// bare, the baseline of the benchmark (a Go process that reads stdin and
-// writes one line).
-var docketBin, bareBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "docket-hook-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	docketBin = filepath.Join(dir, "docket")
-	bareBin = filepath.Join(dir, "bare")
-	for _, b := range []struct{ out, pkg string }{
-		{docketBin, "github.com/docketlog/docket/cmd/docket"},
-		{bareBin, "../testdata/hook/bare"},
-	} {
-		cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n", b.pkg, err)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+// The end-to-end tests run docket as a process: this test binary, which
+// answers as docket when started under that name from the $PATH that
+// clitest.Main sets up (internal/cli/clitest).
+func TestMain(m *testing.M) { clitest.Main(m) }
 
 // project is a temporary project with docket set up: an issuer key and a
 // policy directory.
@@ -145,7 +120,7 @@ type result struct {
 // environment variables.
 func (p *project) run(t testing.TB, stdin []byte, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(docketBin, args...)
+	cmd := exec.Command("docket", args...)
 	cmd.Dir = p.dir
 	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "XDG_STATE_HOME=")
 	cmd.Env = append(cmd.Env, env...)

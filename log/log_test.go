@@ -59,7 +59,7 @@ func newTestLogB(b *testing.B) (*testLog, note.Verifier) {
 func newTestLog(t testing.TB, dir string, mod func(*Config)) (*testLog, note.Verifier) {
 	t.Helper()
 	kf := filepath.Join(dir, "log.key")
-	vkey, err := c2sp.GenerateKeyFile(kf, "example.com/test-log")
+	_, err := c2sp.GenerateKeyFile(kf, "example.com/test-log")
 	if err != nil && !strings.Contains(err.Error(), "exists") {
 		t.Fatal(err)
 	}

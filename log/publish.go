@@ -126,12 +126,6 @@ func (p *publisher) check(ctx context.Context) {
 	p.l.logger.Debug("checkpoint published", "size", cp.Size, "grew", cp.Size-old.size, "after", p.latest.at.Sub(old.at))
 }
 
-func (p *publisher) current() *published {
-	p.latestMu.Lock()
-	defer p.latestMu.Unlock()
-	return p.latest
-}
-
 // state returns the latest checkpoint and when it was last read.
 func (p *publisher) state() (*published, time.Time) {
 	p.latestMu.Lock()

@@ -220,7 +220,7 @@ func (o Options) Load(files ...File) (*Engine, error) {
 		var sub policySubset
 		for _, en := range all {
 			if scopeMayMatch(policyAST(en.pol).Action, uid, anc) {
-				sub = append(sub, policyEntry{en.id, en.pol})
+				sub = append(sub, en)
 			}
 		}
 		e.byAction[uid] = sub

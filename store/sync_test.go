@@ -36,11 +36,11 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.busy > 0 {
 		f.busy--
 		w.Header().Set("Retry-After", "0")
-		http.Error(w, `{"error":"overloaded","message":"busy"}`, 503)
+		http.Error(w, `{"error":"overloaded","message":"busy"}`, http.StatusServiceUnavailable)
 		return
 	}
 	if bytes.Contains(body, []byte("reject")) {
-		http.Error(w, `{"error":"bad_signature","message":"no"}`, 422)
+		http.Error(w, `{"error":"bad_signature","message":"no"}`, http.StatusUnprocessableEntity)
 		return
 	}
 	idx, ok := f.index[string(body)]

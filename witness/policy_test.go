@@ -11,8 +11,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-func fnoteVKey(vkey string) (string, error) { return fnote.VKeyToCosignatureV1(vkey) }
-
 func TestParseLogs(t *testing.T) {
 	_, logA, _ := note.GenerateKey(rand.Reader, "example.com/a")
 	_, logB, _ := note.GenerateKey(rand.Reader, "example.com/b")

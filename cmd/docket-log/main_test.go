@@ -28,43 +28,18 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/cli/clitest"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
 
-// Binaries built once by TestMain. witnessBin and docketBin are empty when
-// they do not build (they are developed concurrently); their tests skip.
-var logBin, witnessBin, docketBin string
+// The commands the tests run as processes: this test binary, which answers
+// as each when started under its name from the $PATH that clitest.Main sets
+// up (internal/cli/clitest). Under -race, they run with the race detector
+// too, so the end-to-end tests check the servers for races.
+const logBin, witnessBin, docketBin = "docket-log", "docket-witness", "docket"
 
-// buildFlags are extra go build flags for the binaries (see race_test.go).
-var buildFlags []string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "docket-log-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	build := func(name, pkg string) string {
-		out := filepath.Join(dir, name)
-		args := append(append([]string{"build"}, buildFlags...), "-o", out, pkg)
-		if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, b)
-			return ""
-		}
-		return out
-	}
-	logBin = build("docket-log", ".")
-	witnessBin = build("docket-witness", "../docket-witness")
-	docketBin = build("docket", "../docket")
-	if logBin == "" || witnessBin == "" || docketBin == "" {
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { clitest.Main(m) }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -477,35 +452,6 @@ func checkConsistent(t *testing.T, u string, v note.Verifier, old, new *f_log.Ch
 	if err := mproof.VerifyConsistency(rfc6962.DefaultHasher, old.Size, new.Size, cp, old.Hash, new.Hash); err != nil {
 		t.Errorf("consistency %d → %d: %v", old.Size, new.Size, err)
 	}
-}
-
-func TestKeys(t *testing.T) {
-	t.Run("loose permissions refused", func(t *testing.T) {
-		tl := newTestLog(t)
-		os.Chmod(tl.key, 0o644)
-		out, err := exec.Command(logBin, "-listen", tl.addr, "-key", tl.key, "-storage-dir", filepath.Join(tl.dir, "data")).CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "chmod 600") {
-			t.Errorf("docket-log with a 0644 key = %v %s, want exit 1 naming chmod 600", err, out)
-		}
-	})
-	t.Run("generated on first start", func(t *testing.T) {
-		dir, addr := t.TempDir(), freeAddr(t)
-		args := []string{"-listen", addr, "-storage-dir", dir, "-origin", "example.com/gen"}
-		p := start(t, logBin, addr, "/checkpoint", args...)
-		vkey := strings.TrimSpace(p.stdout.String())
-		v, err := note.NewVerifier(vkey)
-		if err != nil || v.Name() != "example.com/gen" {
-			t.Fatalf("printed vkey %q: %v, want a key named example.com/gen", vkey, err)
-		}
-		if _, _, _, err := f_log.ParseCheckpoint(get(t, p.url+"/checkpoint").body, v.Name(), v); err != nil {
-			t.Errorf("checkpoint does not verify with the printed vkey: %v", err)
-		}
-		p.stop()
-		p = start(t, logBin, addr, "/checkpoint", args...)
-		if out := p.stdout.String(); out != "" {
-			t.Errorf("second start printed %q, want the existing key reused silently", out)
-		}
-	})
 }
 
 // TestCrash kills the log with SIGKILL while clients submit, restarts it,

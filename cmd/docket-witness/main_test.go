@@ -18,28 +18,16 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/cli/clitest"
 	"github.com/docketlog/docket/internal/tlogtest"
 )
 
-// binary is the docket-witness binary built once by TestMain.
-var binary string
+// binary is the docket-witness command: this test binary, which answers as
+// docket-witness when started under that name from the $PATH that
+// clitest.Main sets up (internal/cli/clitest).
+const binary = "docket-witness"
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "docket-witness-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "docket-witness")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building docket-witness: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { clitest.Main(m) }
 
 // testLog is a log with a real Merkle tree and a real Ed25519 key.
 type testLog struct{ *tlogtest.Log }

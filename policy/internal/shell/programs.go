@@ -421,13 +421,13 @@ func (w *walker) chdir(a arg) []string {
 func (w *walker) codeOnStdin(name string, args []arg) bool {
 	fromInput := w.stdin.pipe || w.stdin.doc != nil
 	if name == "source" || name == "." {
-		for _, a := range args {
-			if !a.lit {
-				return true
-			}
-			return fromInput && (a.text == "/dev/stdin" || a.text == "-")
+		if len(args) == 0 {
+			return false
 		}
-		return false
+		// The first argument is the file sourced; one that is not a
+		// literal could be anything.
+		a := args[0]
+		return !a.lit || fromInput && (a.text == "/dev/stdin" || a.text == "-")
 	}
 	shell := false
 	switch strings.TrimRight(name, "0123456789.") {
@@ -885,12 +885,8 @@ func pathArgs(name string, args []arg) (reads, writes []arg, dynamic bool) {
 		}
 	case "bash", "sh", "zsh", "dash", "ksh", "python", "python3", "node", "ruby":
 		// A script file argument is read.
-		for _, a := range args {
-			if strings.HasPrefix(a.text, "-") {
-				break
-			}
-			add(&reads, []arg{a})
-			break
+		if len(args) > 0 && !strings.HasPrefix(args[0].text, "-") {
+			add(&reads, args[:1])
 		}
 	case "curl":
 		add(&writes, optValues(args, "ocD", "--output", "--cookie-jar", "--dump-header", "--trace", "--trace-ascii", "--stderr"))

@@ -1,4 +1,4 @@
-package main
+package docketcmd
 
 import (
 	"bufio"
@@ -44,7 +44,9 @@ real processes on loopback ports, and says what each step proves:
     4. docket sync: every receipt submitted, its proof verified and stored;
     5. docket verify: signatures, chain, inclusion and witness quorum, offline;
     6. an operator who rewrites or drops a receipt is caught;
-    7. docket audit reads the whole log back: the honest store passes, a copy
+    7. an MCP server behind docket mcp: one call allowed, one denied before
+       it reaches the server;
+    8. docket audit reads the whole log back: the honest store passes, a copy
        that withholds a session and a copy showing a receipt the log never
        got are caught; docket monitor follows the log once.
 
@@ -206,6 +208,9 @@ func demo(ctx context.Context, w io.Writer, dir string) error {
 	d.step("7. The operator drops receipt %d instead; the chain breaks", deny+1)
 	dropped := append(append([][]byte{}, lines[:deny]...), lines[deny+1:]...)
 	if err := d.verifyBroken(verifyArgs, chain, dropped); err != nil {
+		return err
+	}
+	if err := d.mcpStep(ctx); err != nil {
 		return err
 	}
 	if logURL != "" {
@@ -476,7 +481,7 @@ func mustReadFile(path string) []byte {
 // passes; a copy that withholds a session and a copy that shows a receipt
 // the log never got are caught; a monitor follows the log once.
 func (d *demoRun) auditSteps(ctx context.Context, logURL, logVKey, policyPath, keyFile string) error {
-	d.step("8. A second session, synced; then docket audit reads the whole log back")
+	d.step("9. A second session, synced; then docket audit reads the whole log back")
 	if err := d.play("demo-session-2", []demoCall{
 		{"Bash", map[string]any{"command": "go test ./..."}, "the tests"},
 		{"Read", map[string]any{"file_path": filepath.Join(d.project, "README.md")}, "a project file"},
@@ -502,7 +507,7 @@ func (d *demoRun) auditSteps(ctx context.Context, logURL, logVKey, policyPath, k
 		return err
 	}
 
-	d.step("9. The operator hands the auditor a copy without the second session: withheld")
+	d.step("10. The operator hands the auditor a copy without the second session: withheld")
 	withheld := filepath.Join(d.dir, "withheld", ".docket")
 	if err := copyChains(filepath.Join(d.project, ".docket"), withheld, func(name string) bool { return name != "demo-session-2" }, nil); err != nil {
 		return err
@@ -511,7 +516,7 @@ func (d *demoRun) auditSteps(ctx context.Context, logURL, logVKey, policyPath, k
 		return err
 	}
 
-	d.step("10. A copy showing a receipt the log never got (signed by the issuer, kept from the log): dropped")
+	d.step("11. A copy showing a receipt the log never got (signed by the issuer, kept from the log): dropped")
 	key, err := receipts.LoadPrivateKey(keyFile)
 	if err != nil {
 		return err
@@ -536,7 +541,7 @@ func (d *demoRun) auditSteps(ctx context.Context, logURL, logVKey, policyPath, k
 		return err
 	}
 
-	d.step("11. docket monitor -once: the log's checkpoint, quorum, entries and the witnesses' views")
+	d.step("12. docket monitor -once: the log's checkpoint, quorum, entries and the witnesses' views")
 	out, stderr, code, err := d.docket(nil, "monitor", "-once", "-log", logURL, "-log-key", logVKey, "-witness-policy", policyPath, "-state", filepath.Join(d.dir, "monitor"))
 	if err != nil || code != 0 {
 		return fmt.Errorf("docket monitor: exit %d: %v\n%s%s", code, err, out, stderr)

@@ -1,4 +1,4 @@
-package main
+package docketcmd
 
 import (
 	"context"
@@ -122,23 +122,24 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			opts.Logger = slog.New(slog.NewJSONHandler(f, nil))
 		}
 	}
-	// DOCKET_TEST_FAULT injects the failures the fail-closed tests need
-	// into the real binary: "panic" panics in the pre hook, "hang" makes it
-	// outlive its deadline, "signal" says on stderr when it can take a
-	// signal and waits for one. They can only block a call, never allow one.
-	switch os.Getenv("DOCKET_TEST_FAULT") {
-	case "panic":
-		opts.Fault = func(string) { panic("injected fault") }
-	case "hang":
-		opts.Fault = func(string) { time.Sleep(time.Hour) }
-	case "signal":
-		opts.Fault = func(string) {
-			<-sigReady
-			fmt.Fprintln(stderr, "docket: test: waiting for a signal")
-			time.Sleep(time.Hour)
-		}
+	if f, ok := ctx.Value(faultKey{}).(Fault); ok && f != nil {
+		opts.Fault = f(stderr, sigReady)
 	}
 	return hook.Run(ctx, opts, stdin, stdout, stderr)
+}
+
+// A Fault makes the pre hook fail, for the fail-closed tests: given the
+// hook's stderr and a channel closed once the hook takes SIGINT and
+// SIGTERM, it returns the hook.Options.Fault to call. Only the docket of
+// the test binaries (internal/cli/clitest) injects one, through WithFault;
+// a fault can only block a call, never allow one.
+type Fault func(stderr io.Writer, signalReady <-chan struct{}) func(point string)
+
+type faultKey struct{}
+
+// WithFault returns a context under which docket hook pre injects f.
+func WithFault(ctx context.Context, f Fault) context.Context {
+	return context.WithValue(ctx, faultKey{}, f)
 }
 
 // signalContext is like signal.NotifyContext for SIGINT and SIGTERM, but

@@ -1,4 +1,4 @@
-package main
+package docketcmd
 
 import (
 	"crypto/rand"
@@ -18,7 +18,7 @@ import (
 // with their trusted key as a JWKS and no age limit (they are fixed in
 // time), and rejects them under another key.
 func TestVerifyTraceVectors(t *testing.T) {
-	files, err := filepath.Glob("../../testdata/vectors/trace-canonicalization/*.json")
+	files, err := filepath.Glob("../../../testdata/vectors/trace-canonicalization/*.json")
 	if err != nil || len(files) != 4 {
 		t.Fatalf("vectors: %v, %d files, want 4", err, len(files))
 	}

@@ -1,4 +1,4 @@
-package main
+package docketcmd
 
 import (
 	"bytes"
@@ -90,8 +90,8 @@ func TestVerifyExitCodes(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.Index != 1 || first.Hash != receipts.ChainHash(chain[0]) {
 		t.Errorf("-json line 1 = %s (%v), want index 1 and the chain hash", lines[0], err)
 	}
-	legacy := []fileResult{verifyFile("../../testdata/vectors/agtv-nobulex-v1flat/receipt-0001.json", receipts.Options{Keys: keys})}
-	legacy[0].results = receipts.VerifyChain([][]byte{mustRead(t, "../../testdata/vectors/agtv-nobulex-v1flat/receipt-0001.json"), mustRead(t, "../../testdata/vectors/agtv-nobulex-v1flat/receipt-0002.json")},
+	legacy := []fileResult{verifyFile("../../../testdata/vectors/agtv-nobulex-v1flat/receipt-0001.json", receipts.Options{Keys: keys})}
+	legacy[0].results = receipts.VerifyChain([][]byte{mustRead(t, "../../../testdata/vectors/agtv-nobulex-v1flat/receipt-0001.json"), mustRead(t, "../../../testdata/vectors/agtv-nobulex-v1flat/receipt-0002.json")},
 		receipts.Options{Keys: receipts.PinnedKey(conformancePub(t))})
 	if got := report(io.Discard, legacy, false, false); got != 0 {
 		t.Errorf("legacy chain = exit %d, want 0", got)

@@ -1,4 +1,4 @@
-// Command docket-witness is a transparency log witness: it serves the C2SP
+// Package witnesscmd is the docket-witness command, a transparency log witness: it serves the C2SP
 // tlog-witness protocol, cosigning (cosignature/v1, Ed25519) the checkpoints of
 // the logs it is configured with, only when they are consistent with the
 // latest checkpoint it cosigned for that log. See package
@@ -9,7 +9,7 @@
 //	docket-witness -key FILE -db FILE -logs FILE [-listen ADDR] [-rate N] [-v]
 //
 // Run "docket-witness -h" for the options.
-package main
+package witnesscmd
 
 import (
 	"context"
@@ -76,16 +76,12 @@ Exit codes:
     2  usage or configuration error (flags, key file, log list)
 `
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
-
 // reloadInterval is how often the log list file is checked for changes.
 const reloadInterval = 5 * time.Second
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// Run runs the docket-witness command line args (without the program name)
+// until ctx is done, and returns the process exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	errorf := func(format string, a ...any) {
 		fmt.Fprintf(stderr, "docket-witness: error: "+format+"\n", a...)
 	}

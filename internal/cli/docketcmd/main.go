@@ -1,7 +1,7 @@
-// Command docket is the user CLI of Docket: it gates agent tool calls with a
+// Package docketcmd is the docket command, the user CLI of Docket: it gates agent tool calls with a
 // Cedar policy, signs receipts into per-session chains, submits them to a
 // transparency log and verifies them offline.
-package main
+package docketcmd
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 )
 
@@ -70,12 +69,9 @@ var commands = map[string]command{
 	"demo-mcp-server": runDemoMCPServer,
 }
 
-func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-}
-
-// run runs the docket command line args (without the program name).
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// Run runs the docket command line args (without the program name) and
+// returns the process exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) < 1 {
 		fmt.Fprint(stderr, usage)
 		return 2

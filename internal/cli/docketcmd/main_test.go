@@ -1,4 +1,4 @@
-package main
+package docketcmd
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 func runDocket(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errw bytes.Buffer
-	code = run(t.Context(), args, strings.NewReader(stdin), &out, &errw)
+	code = Run(t.Context(), args, strings.NewReader(stdin), &out, &errw)
 	return code, out.String(), errw.String()
 }
 

@@ -1,4 +1,4 @@
-package main
+package docketcmd
 
 import (
 	"bufio"
@@ -20,7 +20,7 @@ import (
 // verified PIC proposal, denied before the server sees it. The session's
 // receipts verify like the hooks'.
 func (d *demoRun) mcpStep(ctx context.Context) error {
-	d.step("An MCP server behind docket mcp: one call allowed, one denied")
+	d.step("8. An MCP server behind docket mcp: one call allowed, one denied")
 	notes := filepath.Join(d.dir, "notes")
 	if err := os.MkdirAll(notes, 0o755); err != nil {
 		return err

@@ -1,13 +1,14 @@
-// Command docket-log runs Docket's transparency log: a Tessera log on POSIX
+// Package logcmd is the docket-log command: Docket's transparency log: a Tessera log on POSIX
 // storage that accepts receipts (POST /add), answers each with a
 // c2sp.org/tlog-proof@v1, and serves the C2SP tlog-tiles read API.
-package main
+package logcmd
 
 import (
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -72,13 +73,13 @@ Examples:
     docket-log -key log.key -witness-policy witnesses.policy
 `
 
-func main() {
-	os.Exit(run())
-}
-
-func run() int {
+// Run runs the docket-log command line args (without the program name)
+// until ctx is done or the process gets SIGTERM or SIGINT, and returns the
+// process exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("docket-log", flag.ContinueOnError)
-	fl.Usage = func() { fmt.Fprint(os.Stderr, usage) }
+	fl.SetOutput(stderr)
+	fl.Usage = func() { fmt.Fprint(stderr, usage) }
 	var (
 		listen        = fl.String("listen", "127.0.0.1:7780", "")
 		storageDir    = fl.String("storage-dir", "./docket-data", "")
@@ -102,26 +103,26 @@ func run() int {
 	fl.IntVar(&cfg.MaxInFlight, "max-inflight", 2048, "")
 	fl.IntVar(&maxConns, "max-conns", 1024, "")
 	fl.DurationVar(&cfg.MaxCheckpointAge, "max-checkpoint-age", 0, "")
-	if err := fl.Parse(os.Args[1:]); err != nil {
+	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
 	if fl.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "docket-log: error: unexpected arguments %q\n", fl.Args())
+		fmt.Fprintf(stderr, "docket-log: error: unexpected arguments %q\n", fl.Args())
 		return 2
 	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	// Tessera logs through klog and the default slog logger: route both here.
 	slog.SetDefault(logger)
 	klog.SetSlogLogger(logger)
 	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "docket-log: error: "+format+"\n", args...)
+		fmt.Fprintf(stderr, "docket-log: error: "+format+"\n", args...)
 		return 1
 	}
 	cfg.BatchMaxSize = batchSize
@@ -143,8 +144,8 @@ func run() int {
 			if err != nil {
 				return fail("generating log key: %v", err)
 			}
-			fmt.Fprintln(os.Stderr, "docket-log: generated a log key in", kf)
-			fmt.Println(vkey)
+			fmt.Fprintln(stderr, "docket-log: generated a log key in", kf)
+			fmt.Fprintln(stdout, vkey)
 		}
 	}
 	signer, vkey, err := c2sp.LoadSigner(kf)
@@ -174,7 +175,7 @@ func run() int {
 	if *pprofAddr != "" {
 		go func() { logger.Warn("pprof", "err", http.ListenAndServe(*pprofAddr, nil)) }()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	st, err := posix.Open(ctx, *storageDir, &http.Client{Timeout: cfg.WitnessTimeout}, logger)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package docketcmd
 
 import (
 	"context"
