@@ -101,14 +101,11 @@ func (v *View) Add(r *Record, bad *BadEntry) error {
 			v.byIssuerSeq[k] = r
 		}
 	}
-	if !v.selected(r) {
+	if len(v.Issuers) > 0 && !v.Issuers[r.Issuer] {
 		return nil
 	}
-	if _, dup := v.byHash[r.Hash]; dup {
-		return nil // strict dedup makes this impossible; the first index stands
-	}
-	v.byHash[r.Hash] = r
-	v.records = append(v.records, r)
+	// The issuer's counter is issuer-wide: it is tracked over all the
+	// issuer's sessions, also when only some sessions are selected.
 	is := v.issuers[r.Issuer]
 	if is == nil {
 		is = &issuerState{seen: make(map[int64]bool)}
@@ -123,6 +120,14 @@ func (v *View) Add(r *Record, bad *BadEntry) error {
 	if r.LifecycleEvent == "issuer_checkpoint" && r.IssuerHighWater >= is.highWater {
 		is.highWater, is.checkpoint = r.IssuerHighWater, r
 	}
+	if !v.selected(r) {
+		return nil
+	}
+	if _, dup := v.byHash[r.Hash]; dup {
+		return nil // strict dedup makes this impossible; the first index stands
+	}
+	v.byHash[r.Hash] = r
+	v.records = append(v.records, r)
 	if r.Session != "" && r.LifecycleEvent != "issuer_checkpoint" {
 		sk := seqKey{issuer: r.Issuer, session: r.Session}
 		ss := v.sessions[sk]
