@@ -13,8 +13,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
