@@ -29,6 +29,7 @@ import (
 
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/log"
+	"github.com/docketlog/docket/log/mysql/mysqltest"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
@@ -62,7 +63,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := mysqltest.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
