@@ -89,8 +89,8 @@ func lockCovered(ctx context.Context, tx *sql.Tx) (uint64, error) {
 const rowsPerStatement = 500
 
 // Add records the leaf hashes of log entries from, from+1, …, sets the
-// covered count to from+len(hashes) and deletes the claims on those
-// hashes, in one transaction. It fails if the index does not cover
+// covered count to from+len(hashes) in one transaction, then deletes the
+// claims on those hashes. It fails if the index does not cover
 // exactly from entries. It returns the indices of entries whose hash was
 // already present.
 func (x *Index) Add(ctx context.Context, from uint64, hashes [][32]byte) (dups []uint64, err error) {
@@ -124,14 +124,23 @@ func (x *Index) Add(ctx context.Context, from uint64, hashes [][32]byte) (dups [
 			}
 			dups = append(dups, d...)
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM `DocketClaims` WHERE `hash` IN ("+placeholders("?", len(chunk))+")", hashArgs(chunk)...); err != nil {
-			return nil, err
-		}
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE `DocketIndexState` SET `covered` = ? WHERE `id` = 0", from+uint64(len(hashes))); err != nil {
 		return nil, err
 	}
-	return dups, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	// Only now that the entries are found may their claims go (the claims
+	// table is not transactional): a writer that claims one of them next
+	// finds it by Lookup.
+	for start := 0; start < len(hashes); start += rowsPerStatement {
+		chunk := hashes[start:min(len(hashes), start+rowsPerStatement)]
+		if _, err := x.db.ExecContext(ctx, "DELETE FROM `DocketClaims` WHERE `hash` IN ("+placeholders("?", len(chunk))+")", hashArgs(chunk)...); err != nil {
+			return dups, fmt.Errorf("ending claims: %w", err)
+		}
+	}
+	return dups, nil
 }
 
 // duplicates returns the indices from+i of the hashes in chunk that the
@@ -194,15 +203,19 @@ func (x *Index) Truncate(ctx context.Context, size uint64) error {
 // The claim ends when Add indexes h, or by Release.
 func (x *Index) Claim(ctx context.Context, h [32]byte) (index uint64, found bool, err error) {
 	for {
-		r, err := x.db.ExecContext(ctx, "INSERT IGNORE INTO `DocketClaims` (`hash`, `owner`, `claimed_at`) VALUES (?, ?, ?)",
-			h[:], x.owner, time.Now().UnixMilli())
+		// One statement for the common case, a new entry: claim h unless
+		// the index holds it. The index is read as committed (INSERT …
+		// SELECT reads with locks), and a writer commits an entry to the
+		// index before it deletes its claim: so a claim inserted here is
+		// on an entry that the index does not hold.
+		r, err := x.db.ExecContext(ctx, "INSERT IGNORE INTO `DocketClaims` (`hash`, `owner`, `claimed_at`) "+
+			"SELECT ?, ?, ? FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM `DocketLeaves` WHERE `hash` = ?)",
+			h[:], x.owner, time.Now().UnixMilli(), h[:])
 		if err != nil {
 			return 0, false, fmt.Errorf("claiming an entry: %w", err)
 		}
 		if k, _ := r.RowsAffected(); k == 1 {
-			// Ours. Its previous holder may have indexed it just before
-			// deleting its claim (one transaction): look again.
-			return x.foundOrKeep(ctx, h)
+			return 0, false, nil
 		}
 		if i, ok, err := x.Lookup(ctx, h); err != nil || ok {
 			return i, ok, err
@@ -212,7 +225,12 @@ func (x *Index) Claim(ctx context.Context, h [32]byte) (index uint64, found bool
 			return 0, false, err
 		}
 		if took {
-			return x.foundOrKeep(ctx, h)
+			// The previous holder may have indexed h just before it died.
+			i, ok, err := x.Lookup(ctx, h)
+			if err != nil || ok {
+				return i, ok, errors.Join(err, x.Release(context.WithoutCancel(ctx), h))
+			}
+			return 0, false, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -220,15 +238,6 @@ func (x *Index) Claim(ctx context.Context, h [32]byte) (index uint64, found bool
 		case <-time.After(claimPoll):
 		}
 	}
-}
-
-// foundOrKeep is Claim's answer once this writer holds the claim on h.
-func (x *Index) foundOrKeep(ctx context.Context, h [32]byte) (uint64, bool, error) {
-	i, ok, err := x.Lookup(ctx, h)
-	if err != nil || ok {
-		return i, ok, errors.Join(err, x.Release(context.WithoutCancel(ctx), h))
-	}
-	return 0, false, nil
 }
 
 // takeOver makes the claim on h this writer's if its owner is gone (or

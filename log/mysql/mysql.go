@@ -52,7 +52,10 @@ type Options struct {
 	// StateDir is a local directory (not in the database) where the
 	// restore guard keeps HighWaterFile. Empty disables the guard.
 	StateDir string
-	// MaxOpenConns bounds the connections to the server (default 64).
+	// MaxOpenConns bounds the connections of the dedup index, which every
+	// request uses (default 64). Tessera's driver has a pool of its own
+	// (16 connections), so that sequencing and publication never wait
+	// behind requests for a connection.
 	MaxOpenConns int
 	// Logger receives notable events; nil discards.
 	Logger *slog.Logger
@@ -64,8 +67,10 @@ type Storage struct {
 	Driver tessera.Driver
 	// Index is the dedup index shared by the database's writers.
 	Index *Index
-	// DB is the connection pool both use.
+	// DB is the index's connection pool.
 	DB *sql.DB
+	// tdb is the Tessera driver's.
+	tdb *sql.DB
 }
 
 // ErrStaleTree is the restore guard's error: the database's tree is
@@ -87,17 +92,20 @@ func Open(ctx context.Context, dsn string, opts Options) (*Storage, error) {
 	if cfg.DBName == "" {
 		return nil, errors.New("mysql dsn: no database name (user:password@tcp(host:3306)/dbname)")
 	}
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		return nil, fmt.Errorf("mysql: %w", err)
-	}
 	n := opts.MaxOpenConns
 	if n <= 0 {
 		n = 64
 	}
-	db.SetMaxOpenConns(n)
-	db.SetMaxIdleConns(n)
-	s := &Storage{DB: db}
+	db, err := pool(cfg.FormatDSN(), n)
+	if err != nil {
+		return nil, err
+	}
+	tdb, err := pool(cfg.FormatDSN(), 16)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Storage{DB: db, tdb: tdb}
 	ok := false
 	defer func() {
 		if !ok {
@@ -124,7 +132,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Storage, error) {
 			return nil, err
 		}
 	}
-	t, err := tmysql.New(ctx, db)
+	t, err := tmysql.New(ctx, tdb)
 	if err != nil {
 		return nil, fmt.Errorf("tessera storage: %w", err)
 	}
@@ -143,7 +151,17 @@ func (s *Storage) Close() error {
 	if s.Index != nil {
 		err = s.Index.Close()
 	}
-	return errors.Join(err, s.DB.Close())
+	return errors.Join(err, s.DB.Close(), s.tdb.Close())
+}
+
+func pool(dsn string, n int) (*sql.DB, error) {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	return db, nil
 }
 
 // driver is Tessera's MySQL driver with the restore guard around its

@@ -29,13 +29,16 @@ var tesseraSchema = []string{
 //   - DocketIndexState: how many entries, from 0, DocketLeaves covers;
 //   - DocketClaims: the hashes that a writer is appending right now, so
 //     that two docket-log processes never append the same entry (a claim
-//     is deleted in the transaction that indexes its entry);
+//     is deleted once the transaction that indexes its entry has
+//     committed). A claim need not outlive its writer, nor a server
+//     restart: the table is in memory (ENGINE=MEMORY), so claiming costs
+//     no log flush;
 //   - the DocketPublishSlack trigger: see PublishSlack.
 var docketSchema = []string{
 	"CREATE TABLE IF NOT EXISTS `DocketLeaves` (`hash` BINARY(32) NOT NULL, `idx` BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`hash`), KEY `idx` (`idx`))",
 	"CREATE TABLE IF NOT EXISTS `DocketIndexState` (`id` TINYINT UNSIGNED NOT NULL, `covered` BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`id`))",
 	"INSERT IGNORE INTO `DocketIndexState` (`id`, `covered`) VALUES (0, 0)",
-	"CREATE TABLE IF NOT EXISTS `DocketClaims` (`hash` BINARY(32) NOT NULL, `owner` BIGINT UNSIGNED NOT NULL, `claimed_at` BIGINT NOT NULL, PRIMARY KEY (`hash`))",
+	"CREATE TABLE IF NOT EXISTS `DocketClaims` (`hash` BINARY(32) NOT NULL, `owner` BIGINT UNSIGNED NOT NULL, `claimed_at` BIGINT NOT NULL, PRIMARY KEY (`hash`)) ENGINE=MEMORY",
 	fmt.Sprintf("CREATE TRIGGER IF NOT EXISTS `DocketPublishSlack` BEFORE INSERT ON `Checkpoint` FOR EACH ROW SET NEW.`published_at` = NEW.`published_at` - %d", PublishSlack.Milliseconds()),
 }
 
