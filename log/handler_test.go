@@ -4,16 +4,19 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/docketlog/docket/receipts"
+	"github.com/transparency-dev/tessera/api"
 )
 
 // TestErrorsAreJSON checks that every error answer, unknown paths and
@@ -120,6 +123,49 @@ func TestAddBody(t *testing.T) {
 		// Too slow: the body never comes, and the server's read times out.
 		if got := rawAdd(t, addr, head(1000), `{"public_key":`, false); got != "" && !strings.HasPrefix(got, "HTTP/1.1 400") {
 			t.Errorf("POST /add with a stalled body = %q, want 400 or a closed connection", got)
+		}
+	})
+}
+
+// TestPartialTiles checks that a partial tile or entry bundle of width W
+// holds exactly W hashes or entries once the tree has grown past it (they
+// are served as immutable).
+func TestPartialTiles(t *testing.T) {
+	backends(t, func(t *testing.T, dir string) {
+		l, _ := newTestLog(t, dir, nil)
+		defer l.Close(context.Background())
+		srv := httptest.NewServer(l.Handler())
+		defer srv.Close()
+		priv, _ := receipts.GenerateKey()
+		for round, n := range []int{3, 4} {
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					if _, err := l.Add(t.Context(), testEntry(t, priv, fmt.Sprint(round), int64(i+1))); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+		}
+		get := func(p string) []byte {
+			resp, err := http.Get(srv.URL + p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("GET %s = %d %s", p, resp.StatusCode, b)
+			}
+			return b
+		}
+		if b := get("/tile/0/000.p/3"); len(b) != 3*32 {
+			t.Errorf("GET /tile/0/000.p/3 = %d bytes, want %d", len(b), 3*32)
+		}
+		var eb api.EntryBundle
+		if err := eb.UnmarshalText(get("/tile/entries/000.p/3")); err != nil || len(eb.Entries) != 3 {
+			t.Errorf("GET /tile/entries/000.p/3 = %d entries, %v; want 3", len(eb.Entries), err)
 		}
 	})
 }

@@ -10,7 +10,9 @@ package mysql
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,15 +35,18 @@ const MinCheckpointInterval = time.Second
 
 // PublishSlack is subtracted from the publication time that Tessera's
 // MySQL driver records with each checkpoint (a trigger in the schema).
-// The driver publishes on a ticker of one checkpoint interval, but only if
-// a full interval has passed since the recorded time, which it takes after
-// signing and witnessing: so the tick after a publication always found it
-// "too soon", and checkpoints came every second interval (a lone write
-// waited up to two). With the slack, every tick publishes as long as a
-// round takes less than PublishSlack. The upstream fix is to record the
-// time the round started, or to compare against the ticker's period less
-// a margin.
-const PublishSlack = 250 * time.Millisecond
+// The driver publishes on a ticker of one checkpoint interval I, and after
+// each sequenced batch, but only if I has passed since the recorded time,
+// which it takes after signing and witnessing: so the tick after a
+// publication always found it "too soon", checkpoints came every second
+// interval, and a lone write waited up to 2I. With the slack S, a
+// publication is allowed I−S after the previous one: every tick
+// publishes, a batch sequenced at least I−S after the last publication is
+// published at once, and a lone write waits at most about 2I−S (1.2s at
+// the 1s minimum interval), while checkpoints still come at most every
+// I−S (200ms, Docket's POSIX default is 100ms). The upstream fix is to
+// record the time the round started, or to publish at every tick.
+const PublishSlack = 800 * time.Millisecond
 
 // HighWaterFile is the name, in Options.StateDir, of the file that records
 // the largest published checkpoint this writer has seen.
@@ -186,10 +191,52 @@ func (d *driver) Appender(ctx context.Context, opts *tessera.AppendOptions) (*te
 	return a, &reader{LogReader: r, g: d.g}, nil
 }
 
-// reader records the size of each published checkpoint it reads.
+// reader records the size of each published checkpoint it reads, and
+// trims partial tiles to the width asked for: Tessera's MySQL driver
+// answers a partial tile or bundle with the widest it has, but a tile of
+// width W must hold exactly W hashes or entries (c2sp.org/tlog-tiles),
+// and it is served as immutable.
 type reader struct {
 	tessera.LogReader
 	g *guard
+}
+
+func (r *reader) ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
+	t, err := r.LogReader.ReadTile(ctx, level, index, p)
+	if err != nil || p == 0 {
+		return t, err
+	}
+	if n := int(p) * sha256.Size; len(t) > n {
+		t = t[:n]
+	}
+	return t, nil
+}
+
+func (r *reader) ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
+	b, err := r.LogReader.ReadEntryBundle(ctx, index, p)
+	if err != nil || p == 0 {
+		return b, err
+	}
+	if b, err = trimBundle(b, int(p)); err != nil {
+		return nil, fmt.Errorf("entry bundle %d: %w", index, err)
+	}
+	return b, nil
+}
+
+// trimBundle returns the first n entries of an entry bundle, whose entries
+// are each a 2-byte big-endian length and that many bytes.
+func trimBundle(b []byte, n int) ([]byte, error) {
+	off := 0
+	for range n {
+		if off+2 > len(b) {
+			return nil, fmt.Errorf("fewer than %d entries", n)
+		}
+		off += 2 + int(binary.BigEndian.Uint16(b[off:]))
+	}
+	if off > len(b) {
+		return nil, fmt.Errorf("fewer than %d entries", n)
+	}
+	return b[:off], nil
 }
 
 func (r *reader) ReadCheckpoint(ctx context.Context) ([]byte, error) {
