@@ -42,6 +42,13 @@ func OpenIndex(ctx context.Context, db *sql.DB) (*Index, error) {
 		return nil, err
 	}
 	x := &Index{db: db, conn: conn}
+	// The connection stays idle: keep the server from closing it (the
+	// default wait_timeout is 8 hours), which would end this writer's
+	// claims while it holds them.
+	if _, err := conn.ExecContext(ctx, "SET SESSION wait_timeout = 31536000"); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("dedup index: %w", err)
+	}
 	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&x.owner); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("dedup index: %w", err)
