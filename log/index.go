@@ -40,3 +40,15 @@ type Index interface {
 
 // leafHash is the RFC 6962 leaf hash of a log entry.
 type leafHash = [32]byte
+
+// A Claimer is an Index that several log processes write at once (the
+// mysql package's). Instead of looking an entry up, the log claims its
+// hash before appending it, so that two processes never append the same
+// entry: Claim returns the entry's index if the index holds it (waiting
+// while another live writer holds the claim), or found false once this
+// process holds the claim. Add ends the claims on the
+// hashes it records; Release ends one whose append failed.
+type Claimer interface {
+	Claim(ctx context.Context, h [32]byte) (index uint64, found bool, err error)
+	Release(ctx context.Context, h [32]byte) error
+}

@@ -390,12 +390,15 @@ func (l *Log) sequence(ctx context.Context, leaf []byte) (uint64, bool, error) {
 		epoch := l.epoch
 		l.recentMu.Unlock()
 
-		i, ok, err := l.idx.Lookup(ctx, h)
-		if err != nil {
-			return 0, false, err
-		}
-		if ok {
-			return i, true, nil
+		// A shared index (a Claimer) looks the hash up as it claims it.
+		if _, shared := l.idx.(Claimer); !shared {
+			i, ok, err := l.idx.Lookup(ctx, h)
+			if err != nil {
+				return 0, false, err
+			}
+			if ok {
+				return i, true, nil
+			}
 		}
 
 		l.recentMu.Lock()
@@ -407,9 +410,7 @@ func (l *Log) sequence(ctx context.Context, leaf []byte) (uint64, bool, error) {
 		l.recent[h] = p
 		l.recentMu.Unlock()
 
-		// The append must finish even if this client goes away: others may
-		// be waiting on it, and Tessera resolves it within a batch.
-		idx, err := l.append(leaf, h)
+		idx, dup, err := l.claimAndAppend(ctx, leaf, h)
 		l.recentMu.Lock()
 		p.idx, p.err = idx, err
 		if err != nil {
@@ -420,8 +421,30 @@ func (l *Log) sequence(ctx context.Context, leaf []byte) (uint64, bool, error) {
 		if err != nil {
 			return 0, false, fmt.Errorf("appending: %w", err)
 		}
-		return idx, false, nil
+		return idx, dup, nil
 	}
+}
+
+// claimAndAppend appends leaf, first claiming its hash if the index is
+// shared with other writers (a Claimer): it returns the index another
+// writer gave the entry meanwhile, with dup true.
+func (l *Log) claimAndAppend(ctx context.Context, leaf []byte, h leafHash) (uint64, bool, error) {
+	c, shared := l.idx.(Claimer)
+	if shared {
+		i, found, err := c.Claim(ctx, h)
+		if err != nil || found {
+			return i, found, err
+		}
+	}
+	// The append must finish even if this client goes away: others may
+	// be waiting on it, and Tessera resolves it within a batch.
+	idx, err := l.append(leaf, h)
+	if err != nil && shared {
+		if rerr := c.Release(context.WithoutCancel(ctx), h); rerr != nil {
+			l.logger.Error("releasing a claim", "err", rerr)
+		}
+	}
+	return idx, false, err
 }
 
 // seqReq is one entry handed to the sequencer; idx and err are set before

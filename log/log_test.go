@@ -6,8 +6,10 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,12 +17,15 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/log/mysql"
+	"github.com/docketlog/docket/log/mysql/mysqltest"
 	"github.com/docketlog/docket/log/posix"
 	"github.com/docketlog/docket/receipts"
 	f_log "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/formats/proof"
 	mproof "github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -40,11 +45,11 @@ func testEntry(t testing.TB, key ed25519.PrivateKey, session string, seq int64) 
 	return leaf
 }
 
-// testLog is a Log over POSIX storage in a test directory; Close closes
-// both, so that a test can open the directory again.
+// testLog is a Log over the storage of a test directory (see backends);
+// Close closes both, so that a test can open the storage again.
 type testLog struct {
 	*Log
-	st *posix.Storage
+	st io.Closer
 }
 
 func (l *testLog) Close(ctx context.Context) error {
@@ -54,6 +59,41 @@ func (l *testLog) Close(ctx context.Context) error {
 
 func newTestLogB(b *testing.B) (*testLog, note.Verifier) {
 	return newTestLog(b, b.TempDir(), func(c *Config) { c.MaxInFlight = 1 << 20 })
+}
+
+// mysqlDSNFile, in a test directory, names the MySQL database that holds
+// the test's log; without it the log is on POSIX storage in the directory.
+const mysqlDSNFile = "mysql.dsn"
+
+// backends runs f once for each storage backend, with a new test
+// directory set up for it: POSIX, and MySQL on a fresh database of the
+// test server (skipped where mariadbd is not installed).
+func backends(t *testing.T, f func(t *testing.T, dir string)) {
+	t.Run("posix", func(t *testing.T) { f(t, t.TempDir()) })
+	t.Run("mysql", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, mysqlDSNFile), []byte(mysqltest.Database(t)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f(t, dir)
+	})
+}
+
+// openStorage opens the storage of a test directory.
+func openStorage(t testing.TB, dir string) (tessera.Driver, Index, io.Closer) {
+	t.Helper()
+	if dsn, err := os.ReadFile(filepath.Join(dir, mysqlDSNFile)); err == nil {
+		st, err := mysql.Open(t.Context(), string(dsn), mysql.Options{StateDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Driver, st.Index, st
+	}
+	st, err := posix.Open(t.Context(), filepath.Join(dir, "storage"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Driver, st.Index, st
 }
 
 func newTestLog(t testing.TB, dir string, mod func(*Config)) (*testLog, note.Verifier) {
@@ -71,11 +111,11 @@ func newTestLog(t testing.TB, dir string, mod func(*Config)) (*testLog, note.Ver
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := posix.Open(t.Context(), filepath.Join(dir, "storage"), nil, nil)
-	if err != nil {
-		t.Fatal(err)
+	driver, index, st := openStorage(t, dir)
+	cfg := Config{Driver: driver, Index: index, Signer: s, VKey: vkey}
+	if _, ok := index.(*mysql.Index); ok {
+		cfg.CheckpointInterval = mysql.MinCheckpointInterval
 	}
-	cfg := Config{Driver: st.Driver, Index: st.Index, Signer: s, VKey: vkey}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -111,204 +151,209 @@ func checkProof(t *testing.T, v note.Verifier, leaf, p []byte) uint64 {
 }
 
 func TestAddDedup(t *testing.T) {
-	dir := t.TempDir()
-	l, v := newTestLog(t, dir, nil)
-	priv, _ := receipts.GenerateKey()
+	backends(t, func(t *testing.T, dir string) {
+		l, v := newTestLog(t, dir, nil)
+		priv, _ := receipts.GenerateKey()
 
-	// Concurrent identical submissions share one index.
-	leaf := testEntry(t, priv, "s1", 1)
-	var wg sync.WaitGroup
-	idx := make([]uint64, 8)
-	for i := range idx {
-		wg.Go(func() {
-			r, err := l.Add(t.Context(), leaf)
-			if err != nil {
-				t.Errorf("Add = %v", err)
-				return
-			}
-			idx[i] = checkProof(t, v, leaf, r.Proof)
-		})
-	}
-	wg.Wait()
-	for i := range idx {
-		if idx[i] != idx[0] {
-			t.Fatalf("concurrent Add indices = %v, want all equal", idx)
+		// Concurrent identical submissions share one index.
+		leaf := testEntry(t, priv, "s1", 1)
+		var wg sync.WaitGroup
+		idx := make([]uint64, 8)
+		for i := range idx {
+			wg.Go(func() {
+				r, err := l.Add(t.Context(), leaf)
+				if err != nil {
+					t.Errorf("Add = %v", err)
+					return
+				}
+				idx[i] = checkProof(t, v, leaf, r.Proof)
+			})
 		}
-	}
-	// The same entry in another JSON form (member order, whitespace) is the
-	// same leaf.
-	e, err := receipts.ParseEntry(leaf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := fmt.Appendf(nil, "{ \"receipt\" : %s ,\n \"public_key\": \"%x\" }", e.Receipt, e.PublicKey)
-	if r, err := l.Add(t.Context(), other); err != nil || r.Index != idx[0] || !r.Dup {
-		t.Fatalf("Add(reordered entry) = %+v, %v; want index %d, dup", r, err, idx[0])
-	}
-	// Distinct entries get distinct indices.
-	var leaves [][]byte
-	for s := range 20 {
-		leaves = append(leaves, testEntry(t, priv, "s2", int64(s+1)))
-	}
-	seen := map[uint64]bool{idx[0]: true}
-	var mu sync.Mutex
-	for _, lf := range leaves {
-		wg.Go(func() {
-			r, err := l.Add(t.Context(), lf)
-			if err != nil {
-				t.Error(err)
-				return
+		wg.Wait()
+		for i := range idx {
+			if idx[i] != idx[0] {
+				t.Fatalf("concurrent Add indices = %v, want all equal", idx)
 			}
-			checkProof(t, v, lf, r.Proof)
-			mu.Lock()
-			defer mu.Unlock()
-			if seen[r.Index] {
-				t.Errorf("Add(new) = index %d again", r.Index)
-			}
-			seen[r.Index] = true
-		})
-	}
-	wg.Wait()
-	if err := l.Close(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-
-	// After a restart, resubmissions get their original index.
-	l, v = newTestLog(t, dir, nil)
-	defer l.Close(context.Background())
-	r, err := l.Add(t.Context(), leaf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := checkProof(t, v, leaf, r.Proof); got != idx[0] || !r.Dup {
-		t.Errorf("Add(after restart) = %d dup %v, want %d dup true", got, r.Dup, idx[0])
-	}
-	if n := l.coveredN.Load(); n != 21 {
-		t.Errorf("indexed = %d, want 21", n)
-	}
-}
-
-func TestIndexRebuild(t *testing.T) {
-	dir := t.TempDir()
-	l, _ := newTestLog(t, dir, nil)
-	priv, _ := receipts.GenerateKey()
-	var leaves [][]byte
-	for s := range 300 { // more than one entry bundle
-		leaves = append(leaves, testEntry(t, priv, "s", int64(s+1)))
-	}
-	want := map[string]uint64{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, lf := range leaves {
-		wg.Go(func() {
-			r, err := l.Add(t.Context(), lf)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			want[string(lf)] = r.Index
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	l.Close(t.Context())
-	// Lose the index: it is rebuilt from the log on start.
-	for _, f := range []string{"dedup.sqlite", "dedup.sqlite-wal", "dedup.sqlite-shm"} {
-		removeIfExists(t, filepath.Join(dir, "storage", ".docket-log", f))
-	}
-	l, v := newTestLog(t, dir, nil)
-	defer l.Close(context.Background())
-	if n := l.coveredN.Load(); n != 300 {
-		t.Fatalf("indexed after rebuild = %d, want 300", n)
-	}
-	for _, lf := range leaves[:20] {
-		r, err := l.Add(t.Context(), lf)
+		}
+		// The same entry in another JSON form (member order, whitespace) is the
+		// same leaf.
+		e, err := receipts.ParseEntry(leaf)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := checkProof(t, v, lf, r.Proof); got != want[string(lf)] || !r.Dup {
-			t.Errorf("Add(after rebuild) = %d dup %v, want %d dup true", got, r.Dup, want[string(lf)])
+		other := fmt.Appendf(nil, "{ \"receipt\" : %s ,\n \"public_key\": \"%x\" }", e.Receipt, e.PublicKey)
+		if r, err := l.Add(t.Context(), other); err != nil || r.Index != idx[0] || !r.Dup {
+			t.Fatalf("Add(reordered entry) = %+v, %v; want index %d, dup", r, err, idx[0])
 		}
-	}
+		// Distinct entries get distinct indices.
+		var leaves [][]byte
+		for s := range 20 {
+			leaves = append(leaves, testEntry(t, priv, "s2", int64(s+1)))
+		}
+		seen := map[uint64]bool{idx[0]: true}
+		var mu sync.Mutex
+		for _, lf := range leaves {
+			wg.Go(func() {
+				r, err := l.Add(t.Context(), lf)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				checkProof(t, v, lf, r.Proof)
+				mu.Lock()
+				defer mu.Unlock()
+				if seen[r.Index] {
+					t.Errorf("Add(new) = index %d again", r.Index)
+				}
+				seen[r.Index] = true
+			})
+		}
+		wg.Wait()
+		if err := l.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+
+		// After a restart, resubmissions get their original index.
+		l, v = newTestLog(t, dir, nil)
+		defer l.Close(context.Background())
+		r, err := l.Add(t.Context(), leaf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := checkProof(t, v, leaf, r.Proof); got != idx[0] || !r.Dup {
+			t.Errorf("Add(after restart) = %d dup %v, want %d dup true", got, r.Dup, idx[0])
+		}
+		if n := l.coveredN.Load(); n != 21 {
+			t.Errorf("indexed = %d, want 21", n)
+		}
+	})
 }
 
-func TestStatus(t *testing.T) {
-	dir := t.TempDir()
-	priv, _ := receipts.GenerateKey()
-	other, _ := receipts.GenerateKey()
-	l, _ := newTestLog(t, dir, func(c *Config) {
-		c.Tokens = []string{"sekrit"}
-		c.Issuers = receipts.PinnedKey(priv.Public().(ed25519.PublicKey))
-	})
-	defer l.Close(context.Background())
-	srv := httptest.NewServer(l.Handler())
-	defer srv.Close()
-
-	good := testEntry(t, priv, "s", 1)
-	bad := bytes.Replace(good, []byte(`"sequence":1`), []byte(`"sequence":2`), 1)
-	tests := []struct {
-		name   string
-		token  string
-		body   []byte
-		status int
-		code   string
-	}{
-		{"ok", "sekrit", good, 200, ""},
-		{"no token", "", good, 401, codeUnauthorized},
-		{"bad token", "nope", good, 401, codeUnauthorized},
-		{"malformed", "sekrit", []byte(`{"public_key":"00"`), 400, codeMalformed},
-		{"duplicate member", "sekrit", []byte(`{"public_key":"a","public_key":"b"}`), 400, codeMalformed},
-		{"too large", "sekrit", bytes.Repeat([]byte(" "), receipts.MaxEntrySize+1), 413, codeTooLarge},
-		{"bad signature", "sekrit", bad, 422, codeSignature},
-		{"member in signature", "sekrit", bytes.Replace(good, []byte(`"signature":{`), []byte(`"signature":{"x":1,`), 1), 400, codeMalformed},
-		{"jwk in signature", "sekrit", bytes.Replace(good, []byte(`"signature":{`),
-			fmt.Appendf(nil, `"signature":{"jwk":{"kty":"OKP","crv":"Ed25519","x":"%x"},`, other.Public()), 1), 400, codeMalformed},
-		{"issuer not allowed", "sekrit", testEntry(t, other, "s", 1), 403, codeForbidden},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest("POST", srv.URL+"/add", bytes.NewReader(tt.body))
-			if tt.token != "" {
-				req.Header.Set("Authorization", "Bearer "+tt.token)
-			}
-			resp, err := http.DefaultClient.Do(req)
+func TestIndexRebuild(t *testing.T) {
+	backends(t, func(t *testing.T, dir string) {
+		l, _ := newTestLog(t, dir, nil)
+		priv, _ := receipts.GenerateKey()
+		var leaves [][]byte
+		for s := range 300 { // more than one entry bundle
+			leaves = append(leaves, testEntry(t, priv, "s", int64(s+1)))
+		}
+		want := map[string]uint64{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, lf := range leaves {
+			wg.Go(func() {
+				r, err := l.Add(t.Context(), lf)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				want[string(lf)] = r.Index
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		l.Close(t.Context())
+		// Lose the index: it is rebuilt from the log on start.
+		loseIndex(t, dir)
+		l, v := newTestLog(t, dir, nil)
+		defer l.Close(context.Background())
+		if n := l.coveredN.Load(); n != 300 {
+			t.Fatalf("indexed after rebuild = %d, want 300", n)
+		}
+		for _, lf := range leaves[:20] {
+			r, err := l.Add(t.Context(), lf)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer resp.Body.Close()
-			var buf bytes.Buffer
-			buf.ReadFrom(resp.Body)
-			if resp.StatusCode != tt.status {
-				t.Fatalf("POST /add = %d %s, want %d", resp.StatusCode, buf.String(), tt.status)
+			if got := checkProof(t, v, lf, r.Proof); got != want[string(lf)] || !r.Dup {
+				t.Errorf("Add(after rebuild) = %d dup %v, want %d dup true", got, r.Dup, want[string(lf)])
 			}
-			if tt.code != "" && !strings.Contains(buf.String(), fmt.Sprintf(`"error":%q`, tt.code)) {
-				t.Errorf("POST /add body = %s, want error %q", buf.String(), tt.code)
-			}
+		}
+	})
+}
+
+func TestStatus(t *testing.T) {
+	backends(t, func(t *testing.T, dir string) {
+		priv, _ := receipts.GenerateKey()
+		other, _ := receipts.GenerateKey()
+		l, _ := newTestLog(t, dir, func(c *Config) {
+			c.Tokens = []string{"sekrit"}
+			c.Issuers = receipts.PinnedKey(priv.Public().(ed25519.PublicKey))
 		})
-	}
+		defer l.Close(context.Background())
+		srv := httptest.NewServer(l.Handler())
+		defer srv.Close()
+
+		good := testEntry(t, priv, "s", 1)
+		bad := bytes.Replace(good, []byte(`"sequence":1`), []byte(`"sequence":2`), 1)
+		tests := []struct {
+			name   string
+			token  string
+			body   []byte
+			status int
+			code   string
+		}{
+			{"ok", "sekrit", good, 200, ""},
+			{"no token", "", good, 401, codeUnauthorized},
+			{"bad token", "nope", good, 401, codeUnauthorized},
+			{"malformed", "sekrit", []byte(`{"public_key":"00"`), 400, codeMalformed},
+			{"duplicate member", "sekrit", []byte(`{"public_key":"a","public_key":"b"}`), 400, codeMalformed},
+			{"too large", "sekrit", bytes.Repeat([]byte(" "), receipts.MaxEntrySize+1), 413, codeTooLarge},
+			{"bad signature", "sekrit", bad, 422, codeSignature},
+			{"member in signature", "sekrit", bytes.Replace(good, []byte(`"signature":{`), []byte(`"signature":{"x":1,`), 1), 400, codeMalformed},
+			{"jwk in signature", "sekrit", bytes.Replace(good, []byte(`"signature":{`),
+				fmt.Appendf(nil, `"signature":{"jwk":{"kty":"OKP","crv":"Ed25519","x":"%x"},`, other.Public()), 1), 400, codeMalformed},
+			{"issuer not allowed", "sekrit", testEntry(t, other, "s", 1), 403, codeForbidden},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				req, _ := http.NewRequest("POST", srv.URL+"/add", bytes.NewReader(tt.body))
+				if tt.token != "" {
+					req.Header.Set("Authorization", "Bearer "+tt.token)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var buf bytes.Buffer
+				buf.ReadFrom(resp.Body)
+				if resp.StatusCode != tt.status {
+					t.Fatalf("POST /add = %d %s, want %d", resp.StatusCode, buf.String(), tt.status)
+				}
+				if tt.code != "" && !strings.Contains(buf.String(), fmt.Sprintf(`"error":%q`, tt.code)) {
+					t.Errorf("POST /add body = %s, want error %q", buf.String(), tt.code)
+				}
+			})
+		}
+	})
 }
 
 func TestOverloaded(t *testing.T) {
-	l, _ := newTestLog(t, t.TempDir(), func(c *Config) { c.MaxInFlight = 1 })
-	defer l.Close(context.Background())
-	l.inflight <- struct{}{} // one request in flight
-	_, err := l.Add(t.Context(), []byte(`{}`))
-	if !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("Add(while full) = %v, want ErrOverloaded", err)
-	}
-	if s, _, ra := statusOf(err); s != 503 || ra == 0 {
-		t.Errorf("statusOf(ErrOverloaded) = %d retry %d, want 503 with Retry-After", s, ra)
-	}
-	<-l.inflight
+	backends(t, func(t *testing.T, dir string) {
+		l, _ := newTestLog(t, dir, func(c *Config) { c.MaxInFlight = 1 })
+		defer l.Close(context.Background())
+		l.inflight <- struct{}{} // one request in flight
+		_, err := l.Add(t.Context(), []byte(`{}`))
+		if !errors.Is(err, ErrOverloaded) {
+			t.Fatalf("Add(while full) = %v, want ErrOverloaded", err)
+		}
+		if s, _, ra := statusOf(err); s != 503 || ra == 0 {
+			t.Errorf("statusOf(ErrOverloaded) = %d retry %d, want 503 with Retry-After", s, ra)
+		}
+		<-l.inflight
+	})
 }
 
 func TestHealthStale(t *testing.T) {
-	l, _ := newTestLog(t, t.TempDir(), func(c *Config) { c.MaxCheckpointAge = time.Nanosecond })
-	defer l.Close(context.Background())
-	if _, err := l.Health(); err == nil {
-		t.Errorf("Health() with a 1ns age limit = nil, want stale")
-	}
+	backends(t, func(t *testing.T, dir string) {
+		l, _ := newTestLog(t, dir, func(c *Config) { c.MaxCheckpointAge = time.Nanosecond })
+		defer l.Close(context.Background())
+		if _, err := l.Health(); err == nil {
+			t.Errorf("Health() with a 1ns age limit = nil, want stale")
+		}
+	})
 }
 
 // TestNewWitnessPolicy: docket-log reads its witness policy with the one

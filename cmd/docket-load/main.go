@@ -12,7 +12,7 @@
 //
 // Usage:
 //
-//	docket-load -url http://127.0.0.1:7780 [-mode docket|tessera] [-rates 250,500,1000] [-duration 10s] [-clients 256]
+//	docket-load -url http://127.0.0.1:7780[,URL...] [-mode docket|tessera] [-rates 250,500,1000] [-duration 10s] [-clients 256] [-lone N]
 //	docket-load -keygen FILE   (a signer key for the baseline server's -private_key)
 //
 // bench.sh in this directory runs both servers side by side.
@@ -26,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"slices"
@@ -41,7 +42,7 @@ import (
 
 func main() {
 	var (
-		url      = flag.String("url", "http://127.0.0.1:7780", "log URL")
+		url      = flag.String("url", "http://127.0.0.1:7780", "log URL; several, comma-separated, take requests in turn (writers of one log)")
 		mode     = flag.String("mode", "docket", "docket (POST /add answers with a proof) or tessera (conformance server)")
 		rates    = flag.String("rates", "250,500,1000", "offered rates in receipts/s, comma-separated")
 		duration = flag.Duration("duration", 10*time.Second, "duration of each fixed-rate run and of the closed-loop run")
@@ -50,6 +51,7 @@ func main() {
 		keys     = flag.Int("keys", 16, "distinct issuer keys")
 		label    = flag.String("label", "", "label for the table (default: mode)")
 		keygen   = flag.String("keygen", "", "write a signed-note signer key for a baseline server to this file and exit")
+		lone     = flag.Int("lone", 0, "then send this many lone writes, each after the previous is answered and a random pause of up to 1.5s, and report their submit→proof time")
 	)
 	flag.Parse()
 	if *keygen != "" {
@@ -81,7 +83,10 @@ func main() {
 	tr := &http.Transport{MaxIdleConns: 0, MaxIdleConnsPerHost: 8192, IdleConnTimeout: time.Minute}
 	c := &http.Client{Transport: tr, Timeout: 60 * time.Second}
 	g := newGenerator(*keys)
-	base := strings.TrimRight(*url, "/")
+	var base []string
+	for _, u := range strings.Split(*url, ",") {
+		base = append(base, strings.TrimRight(strings.TrimSpace(u), "/"))
+	}
 
 	fmt.Printf("| target | offered/s | sent | ok | 503 | other | sustained/s | p50 ms | p90 ms | p99 ms | max ms |\n")
 	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -92,9 +97,18 @@ func main() {
 		fmt.Println(res.row(*label, strconv.Itoa(r)))
 	}
 	if *clients > 0 {
-		bodies := g.make(int(12000 * duration.Seconds())) // enough for 12,000/s: more than either server sustains here
+		// Each request needs a body of its own (both servers dedup): enough
+		// for 12,000/s, more than docket-log sustains here; a docket run that
+		// uses them all says so, its rate being a floor. Tessera's
+		// conformance servers check no signature, so for them the bodies are
+		// reused with a counter member added (see distinct).
+		bodies := g.make(int(12000 * duration.Seconds()))
 		res := closedLoop(c, base, *mode, bodies, *clients, *duration)
 		fmt.Println(res.row(*label, fmt.Sprintf("max (%d clients)", *clients)))
+	}
+	if *lone > 0 {
+		res := loneWrites(c, base, *mode, g.make(*lone))
+		fmt.Println(res.row(*label, "lone writes"))
 	}
 }
 
@@ -196,8 +210,8 @@ func (r *result) row(label, offered string) string {
 	return s
 }
 
-func post(c *http.Client, base, mode string, body []byte) (int, error) {
-	resp, err := c.Post(base+"/add", "application/json", bytes.NewReader(body))
+func post(c *http.Client, base []string, mode string, i int, body []byte) (int, error) {
+	resp, err := c.Post(base[i%len(base)]+"/add", "application/json", bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
@@ -210,7 +224,7 @@ func post(c *http.Client, base, mode string, body []byte) (int, error) {
 
 // openLoop sends bodies at rate per second, each at its scheduled time
 // whatever the answers to earlier ones, and measures from that time.
-func openLoop(c *http.Client, base, mode string, bodies [][]byte, rate, maxOut int) *result {
+func openLoop(c *http.Client, base []string, mode string, bodies [][]byte, rate, maxOut int) *result {
 	r := &result{}
 	sem := make(chan struct{}, maxOut)
 	var wg sync.WaitGroup
@@ -230,7 +244,7 @@ func openLoop(c *http.Client, base, mode string, bodies [][]byte, rate, maxOut i
 		r.sent.Add(1)
 		wg.Go(func() {
 			defer func() { <-sem }()
-			st, err := post(c, base, mode, b)
+			st, err := post(c, base, mode, i, b)
 			r.record(at, st, err)
 		})
 	}
@@ -240,7 +254,7 @@ func openLoop(c *http.Client, base, mode string, bodies [][]byte, rate, maxOut i
 
 // closedLoop runs n clients that each send their next body as soon as the
 // previous one is answered, for d.
-func closedLoop(c *http.Client, base, mode string, bodies [][]byte, n int, d time.Duration) *result {
+func closedLoop(c *http.Client, base []string, mode string, bodies [][]byte, n int, d time.Duration) *result {
 	r := &result{}
 	var next atomic.Int64
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -250,17 +264,51 @@ func closedLoop(c *http.Client, base, mode string, bodies [][]byte, n int, d tim
 	for range n {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				i := next.Add(1) - 1
-				if int(i) >= len(bodies) {
-					return
+				i := int(next.Add(1) - 1)
+				if i >= len(bodies) {
+					if mode != "tessera" {
+						if i == len(bodies) {
+							fmt.Fprintf(os.Stderr, "docket-load: closed loop: all %d bodies sent before %v: the rate is a floor\n", len(bodies), d)
+						}
+						return
+					}
 				}
 				r.sent.Add(1)
 				start := time.Now()
-				st, err := post(c, base, mode, bodies[i])
+				b := bodies[i%len(bodies)]
+				if i >= len(bodies) {
+					b = distinct(b, i)
+				}
+				st, err := post(c, base, mode, i, b)
 				r.record(start, st, err)
 			}
 		})
 	}
 	wg.Wait()
 	return r
+}
+
+// loneWrites sends bodies one at a time, each after the previous answer
+// and a random pause of up to 1.5s (so that writes fall at every phase of
+// the log's checkpoint interval), and measures each.
+func loneWrites(c *http.Client, base []string, mode string, bodies [][]byte) *result {
+	r := &result{}
+	r.first = time.Now()
+	for i, b := range bodies {
+		time.Sleep(time.Duration(mrand.Int64N(int64(1500 * time.Millisecond))))
+		r.sent.Add(1)
+		start := time.Now()
+		st, err := post(c, base, mode, i, b)
+		r.record(start, st, err)
+	}
+	return r
+}
+
+// distinct returns body with a member "n": i added: a distinct entry of
+// about the same size, for a server that checks no signature. (Tessera's
+// conformance servers keep an in-memory dedup of the last 256Ki entries,
+// so reusing bodies as they are would be answered from memory.)
+func distinct(body []byte, i int) []byte {
+	b := bytes.TrimSuffix(bytes.TrimSpace(body), []byte("}"))
+	return fmt.Appendf(b[:len(b):len(b)], `,"n":%d}`, i)
 }

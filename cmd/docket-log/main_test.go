@@ -29,6 +29,7 @@ import (
 
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/internal/cli/clitest"
+	"github.com/docketlog/docket/log/mysql/mysqltest"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
@@ -39,7 +40,14 @@ import (
 // too, so the end-to-end tests check the servers for races.
 const logBin, witnessBin, docketBin = "docket-log", "docket-witness", "docket"
 
-func TestMain(m *testing.M) { clitest.Main(m) }
+// runFunc adapts a function to testscript's TestingM.
+type runFunc func() int
+
+func (f runFunc) Run() int { return f() }
+
+// TestMain answers as the commands (clitest) and starts the MariaDB server
+// the MySQL tests share (mysqltest).
+func TestMain(m *testing.M) { clitest.Main(runFunc(func() int { return mysqltest.Main(m) })) }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()

@@ -1,5 +1,6 @@
-// Package logcmd is the docket-log command: Docket's transparency log: a Tessera log on POSIX
-// storage that accepts receipts (POST /add), answers each with a
+// Package logcmd is the docket-log command: Docket's transparency log, a
+// Tessera log on POSIX storage or in a MySQL/MariaDB database that accepts
+// receipts (POST /add), answers each with a
 // c2sp.org/tlog-proof@v1, and serves the C2SP tlog-tiles read API.
 package logcmd
 
@@ -25,6 +26,7 @@ import (
 
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/log"
+	"github.com/docketlog/docket/log/mysql"
 	"github.com/docketlog/docket/log/posix"
 	"github.com/docketlog/docket/receipts"
 )
@@ -32,7 +34,8 @@ import (
 const usage = `Usage:
     docket-log [options]
 
-Runs a Docket transparency log on Tessera POSIX storage.
+Runs a Docket transparency log on Tessera POSIX storage, or in a MySQL or
+MariaDB database that several docket-log processes may write at once.
 
 API:
     POST /add                      one entry {"public_key","receipt"} → 200 c2sp.org/tlog-proof@v1
@@ -46,7 +49,12 @@ API:
 
 Options:
     -listen ADDR              address to listen on (default 127.0.0.1:7780)
-    -storage-dir DIR          Tessera POSIX storage directory (default ./docket-data)
+    -storage posix|mysql      where the log is (default posix)
+    -storage-dir DIR          Tessera POSIX storage directory (default ./docket-data); with
+                              -storage mysql, only this writer's local state (a generated key,
+                              the restore guard's record of the largest published checkpoint)
+    -mysql-dsn DSN            with -storage mysql: user:password@tcp(host:3306)/dbname (go-sql-driver
+                              form); the schema is created or migrated at start
     -key FILE                 note signer key (docket keygen -log ORIGIN -o FILE); without it a
                               key is made on first start in DIR/.docket-log/log.key
     -origin NAME              origin of a generated key (default localhost/docket-log)
@@ -54,7 +62,8 @@ Options:
     -witness-timeout D        bound on one witnessing round (default 2s)
     -issuers FILE             JWKS of the issuer keys allowed to write
     -tokens FILE              bearer tokens allowed to write, one per line (mode 0600)
-    -checkpoint-interval D    minimum time between checkpoints (default 100ms)
+    -checkpoint-interval D    minimum time between checkpoints (default 100ms; 1s, the least
+                              Tessera's MySQL driver accepts, with -storage mysql)
     -republish D              re-sign an unchanged checkpoint this often (default 10s)
     -batch-size N             largest sequencing batch (default 1024); batches form while the
                               previous one is written (group commit), so there is no batch timer
@@ -71,6 +80,7 @@ Examples:
     docket keygen -log example.com/log -o log.key
     docket-log -key log.key -storage-dir /var/lib/docket-log
     docket-log -key log.key -witness-policy witnesses.policy
+    docket-log -key log.key -storage mysql -mysql-dsn 'docket:PASS@tcp(db:3306)/docketlog'
 `
 
 // Run runs the docket-log command line args (without the program name)
@@ -82,7 +92,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fl.Usage = func() { fmt.Fprint(stderr, usage) }
 	var (
 		listen        = fl.String("listen", "127.0.0.1:7780", "")
+		storageKind   = fl.String("storage", "posix", "")
 		storageDir    = fl.String("storage-dir", "./docket-data", "")
+		mysqlDSN      = fl.String("mysql-dsn", "", "")
 		keyFile       = fl.String("key", "", "")
 		origin        = fl.String("origin", "", "")
 		policyFile    = fl.String("witness-policy", "", "")
@@ -177,12 +189,34 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	st, err := posix.Open(ctx, *storageDir, &http.Client{Timeout: cfg.WitnessTimeout}, logger)
-	if err != nil {
-		return fail("%v", err)
+	switch *storageKind {
+	case "posix":
+		if *mysqlDSN != "" {
+			return fail("-mysql-dsn needs -storage mysql")
+		}
+		st, err := posix.Open(ctx, *storageDir, &http.Client{Timeout: cfg.WitnessTimeout}, logger)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer st.Close()
+		cfg.Driver, cfg.Index = st.Driver, st.Index
+	case "mysql":
+		if *mysqlDSN == "" {
+			return fail("-storage mysql needs -mysql-dsn")
+		}
+		if !flagSet(fl, "checkpoint-interval") {
+			cfg.CheckpointInterval = mysql.MinCheckpointInterval
+		}
+		st, err := mysql.Open(ctx, *mysqlDSN, mysql.Options{
+			StateDir: filepath.Join(*storageDir, posix.StateDir), MaxOpenConns: 64, Logger: logger})
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer st.Close()
+		cfg.Driver, cfg.Index = st.Driver, st.Index
+	default:
+		return fail("-storage %q: want posix or mysql", *storageKind)
 	}
-	defer st.Close()
-	cfg.Driver, cfg.Index = st.Driver, st.Index
 	l, err := log.New(ctx, cfg)
 	if err != nil {
 		return fail("%v", err)
@@ -251,4 +285,11 @@ func readTokens(path string) ([]string, error) {
 		return nil, fmt.Errorf("%s: no tokens", path)
 	}
 	return toks, nil
+}
+
+// flagSet reports whether the command line set flag name.
+func flagSet(fl *flag.FlagSet, name string) bool {
+	set := false
+	fl.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	f_log "github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
+	tclient "github.com/transparency-dev/tessera/client"
+	"github.com/transparency-dev/tessera/fsck"
+
+	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/log/mysql/mysqltest"
+)
+
+// startMySQL starts a docket-log writer of tl's log in the database dsn,
+// with local state in its own directory under tl.dir.
+func (tl *testLog) startMySQL(t *testing.T, name, addr, dsn string) *proc {
+	t.Helper()
+	return start(t, logBin, addr, "/checkpoint", "-listen", addr, "-key", tl.key,
+		"-storage", "mysql", "-mysql-dsn", dsn, "-storage-dir", filepath.Join(tl.dir, name))
+}
+
+// TestMySQLWriters runs two docket-log processes on one database under
+// concurrent load in which every entry is submitted to both at once, and
+// SIGKILLs one of them mid-load: the log holds exactly the distinct
+// entries, each once, every acknowledged entry is at the index its
+// verified proof gave, and Tessera's fsck passes over the served tiles.
+func TestMySQLWriters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two writers and kills one under load")
+	}
+	dsn := mysqltest.Database(t)
+	tl := newTestLog(t)
+	a := tl.startMySQL(t, "a", tl.addr, dsn)
+	b := tl.startMySQL(t, "b", freeAddr(t), dsn)
+	pv, err := c2sp.NewProofVerifier(tl.vkey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := newIssuer()
+	const workers, perWorker = 32, 8
+	var (
+		mu     sync.Mutex
+		acked  = map[string]uint64{} // entry → index
+		proved int
+		killed = make(chan struct{})
+	)
+	// submit posts leaf to u until it is proved, falling back to the
+	// first writer when u is down; it records the index.
+	submit := func(u string, leaf []byte) {
+		for tries := 0; ; tries++ {
+			if tries > 0 {
+				u = a.url
+			}
+			r, err := post(t, u, leaf)
+			if err != nil || r.status == 503 {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			if r.status != 200 {
+				t.Errorf("POST /add = %d %s", r.status, r.body)
+				return
+			}
+			vp, err := pv.Verify(leaf, r.body)
+			if err != nil {
+				t.Errorf("Verify = %v", err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if i, ok := acked[string(leaf)]; ok && i != vp.Index {
+				t.Errorf("one entry acknowledged at %d and at %d", i, vp.Index)
+			}
+			acked[string(leaf)] = vp.Index
+			if proved++; proved == workers*perWorker*2/3 {
+				b.cmd.Process.Kill() // SIGKILL mid-load
+				close(killed)
+			}
+			return
+		}
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				leaf := is.entry(t, fmt.Sprintf("w%d", w), int64(i+1))
+				var both sync.WaitGroup
+				both.Go(func() { submit(a.url, leaf) })
+				both.Go(func() { submit(b.url, leaf) })
+				both.Wait()
+			}
+		})
+	}
+	wg.Wait()
+	<-killed
+
+	cp, _, _, err := f_log.ParseCheckpoint(get(t, a.url+"/checkpoint").body, tl.verifier.Name(), tl.verifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acked) != workers*perWorker || cp.Size != uint64(len(acked)) {
+		t.Fatalf("%d distinct entries acknowledged, log size %d; want %d both", len(acked), cp.Size, workers*perWorker)
+	}
+	seen := map[uint64]bool{}
+	for _, i := range acked {
+		if seen[i] {
+			t.Errorf("index %d acknowledged for two entries", i)
+		}
+		seen[i] = true
+	}
+
+	// Every acknowledged entry is in the served entry bundles at its index.
+	u, _ := url.Parse(a.url)
+	f, err := tclient.NewHTTPFetcher(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	var entries [][]byte
+	for n := uint64(0); n*layout.EntryBundleWidth < cp.Size; n++ {
+		raw, err := f.ReadEntryBundle(ctx, n, layout.PartialTileSize(0, n, cp.Size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var eb api.EntryBundle
+		if err := eb.UnmarshalText(raw); err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, eb.Entries...)
+	}
+	for leaf, i := range acked {
+		if i >= uint64(len(entries)) || !bytes.Equal(entries[i], []byte(leaf)) {
+			t.Errorf("entry %d in the served bundles is not the entry acknowledged there", i)
+		}
+	}
+
+	// Tessera's fsck over the tiles served from the database.
+	hasher := func(bundle []byte) ([][]byte, error) {
+		var eb api.EntryBundle
+		if err := eb.UnmarshalText(bundle); err != nil {
+			return nil, err
+		}
+		hs := make([][]byte, len(eb.Entries))
+		for i, e := range eb.Entries {
+			hs[i] = rfc6962.DefaultHasher.HashLeaf(e)
+		}
+		return hs, nil
+	}
+	if err := fsck.New(tl.verifier.Name(), tl.verifier, f, hasher, fsck.Opts{N: 2}).Check(ctx); err != nil {
+		t.Errorf("fsck: %v", err)
+	}
+}
+
+// TestMySQLStaleRestore restores the database from a copy older than a
+// checkpoint the writer published: docket-log refuses to start, and says
+// why and how to recover.
+func TestMySQLStaleRestore(t *testing.T) {
+	dsn := mysqltest.Database(t)
+	tl := newTestLog(t)
+	p := tl.startMySQL(t, "a", tl.addr, dsn)
+	is := newIssuer()
+	for i := range 3 {
+		if r := mustPost(t, p.url, is.entry(t, "restore", int64(i+1))); r.status != 200 {
+			t.Fatalf("POST /add = %d %s", r.status, r.body)
+		}
+	}
+	if err := p.stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The "backup" is of an empty log.
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{"DELETE FROM TreeState", "DELETE FROM Checkpoint", "DELETE FROM TiledLeaves", "DELETE FROM Subtree"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, logBin, "-listen", tl.addr, "-key", tl.key,
+		"-storage", "mysql", "-mysql-dsn", dsn, "-storage-dir", filepath.Join(tl.dir, "a")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "restored from an older copy") || !strings.Contains(string(out), "point-in-time recovery") {
+		t.Fatalf("docket-log on a restored database = %v\n%s\nwant a refusal that explains the recovery", err, string(out))
+	}
+}

@@ -1,0 +1,41 @@
+package mysql
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/transparency-dev/tessera/api"
+)
+
+// FuzzTrimBundle checks trimBundle against Tessera's entry bundle parser:
+// what it returns parses to exactly the entries asked for, a prefix of the
+// bundle's.
+func FuzzTrimBundle(f *testing.F) {
+	bundle := func(entries ...string) []byte {
+		var b []byte
+		for _, e := range entries {
+			b = append(b, byte(len(e)>>8), byte(len(e)))
+			b = append(b, e...)
+		}
+		return b
+	}
+	f.Add(bundle("a", "bb", "ccc"), uint8(2))
+	f.Add(bundle("a", "bb", "ccc"), uint8(3))
+	f.Add(bundle("a"), uint8(2))
+	f.Add(bundle(""), uint8(1))
+	f.Add([]byte{0}, uint8(1))
+	f.Add([]byte{0, 9, 1}, uint8(1))
+	f.Fuzz(func(t *testing.T, b []byte, n uint8) {
+		got, err := trimBundle(b, int(n))
+		if err != nil {
+			return
+		}
+		var trimmed api.EntryBundle
+		if err := trimmed.UnmarshalText(got); err != nil {
+			t.Fatalf("trimBundle(%x, %d) = %x, which does not parse: %v", b, n, got, err)
+		}
+		if len(trimmed.Entries) != int(n) || !bytes.HasPrefix(b, got) {
+			t.Fatalf("trimBundle(%x, %d) = %x: %d entries, want %d, a prefix", b, n, got, len(trimmed.Entries), n)
+		}
+	})
+}
