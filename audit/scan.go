@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"unique"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -235,8 +236,8 @@ func parseRecord(idx uint64, leaf []byte) (*Record, error) {
 	return &Record{
 		Index:   idx,
 		Hash:    receipts.ChainHash(e.Receipt),
-		Issuer:  e.KID,
-		Session: e.SessionID,
+		Issuer:  unique.Make(e.KID).Value(),
+		Session: unique.Make(e.SessionID).Value(),
 		Payload: payloadFrom(e.Payload),
 	}, nil
 }
@@ -245,16 +246,19 @@ func parseRecord(idx uint64, leaf []byte) (*Record, error) {
 // wrong type reads as absent.
 func payloadFrom(m map[string]any) Payload {
 	str := func(k string) string { s, _ := m[k].(string); return s }
+	// Members with few distinct values are interned, so that a view of a
+	// million receipts holds one copy of each, not a million.
+	few := func(k string) string { return unique.Make(str(k)).Value() }
 	num := func(k string) int64 {
 		n, _ := m[k].(json.Number)
 		i, _ := n.Int64()
 		return i
 	}
 	p := Payload{
-		Type: str("type"), IssuedAt: str("issued_at"), Sequence: num("sequence"),
-		PreviousReceiptHash: str("previousReceiptHash"), HookEvent: str("hook_event"), ToolName: str("tool_name"),
-		ToolUseID: str("tool_use_id"), ToolInputHash: str("tool_input_hash"), Decision: str("decision"),
-		Reason: str("reason"), DecisionReceiptHash: str("decision_receipt_hash"), LifecycleEvent: str("lifecycle_event"),
+		Type: few("type"), IssuedAt: str("issued_at"), Sequence: num("sequence"),
+		PreviousReceiptHash: str("previousReceiptHash"), HookEvent: few("hook_event"), ToolName: few("tool_name"),
+		ToolUseID: str("tool_use_id"), ToolInputHash: str("tool_input_hash"), Decision: few("decision"),
+		Reason: few("reason"), DecisionReceiptHash: str("decision_receipt_hash"), LifecycleEvent: few("lifecycle_event"),
 		IssuerSequence: num("issuer_sequence"), FinalSequence: num("final_sequence"), HeadHash: str("head_hash"),
 		IssuerHighWater: num("issuer_high_water"),
 	}
