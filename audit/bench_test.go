@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"testing"
 	"time"
@@ -141,6 +142,10 @@ func generateLog(ctx context.Context, dir, skey string, n int) error {
 // to Tessera's own client merely streaming the same bundles. Run with
 // -audit.n=1000000 for the README's figure.
 func BenchmarkAudit(b *testing.B) {
+	// As docket audit runs (internal/cli/docketcmd/audit.go), unless GOGC is set.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+	}
 	dir, v := benchLog(b, *benchN)
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	b.Cleanup(srv.Close)

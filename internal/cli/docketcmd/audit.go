@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -174,6 +175,13 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			errorf(stderr, "audit: %v", err)
 			return 2
 		}
+	}
+	// An audit holds an index of every selected receipt while it verifies
+	// the whole log; collecting less often trades memory (about 5x the
+	// index instead of 2x) for ~10% of the time (docs/audit.md). GOGC, if
+	// set, wins.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
 	findings, err := audit.Run(ctx, audit.Config{Fetcher: f, Checkpoint: raw, Size: cp.Size, Root: cp.Root, Keys: keys,
 		Issuers: issuers, Sessions: sessions, EvidenceDir: *evidence}, chains)
