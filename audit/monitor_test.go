@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/transparency-dev/tessera/client"
@@ -189,5 +191,31 @@ func TestMonitorOutOfOrder(t *testing.T) {
 	l.Add(t, is.Leaves(end, d, is.Checkpoint())...)
 	if got := poll(t, m); len(got) != 0 {
 		t.Fatalf("alerts %v after the late receipts arrived", got)
+	}
+}
+
+// TestMonitorExec: -exec runs a command per alert with the alert's kind and
+// its evidence file in the environment.
+func TestMonitorExec(t *testing.T) {
+	k := tlogtest.NewKeyPair(t, "example.com/exec")
+	l := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	known, stranger := tlogtest.NewIssuer(t), tlogtest.NewIssuer(t)
+	l.Add(t, known.Leaf(known.Start("a")), stranger.Leaf(stranger.Start("b")))
+	out := filepath.Join(t.TempDir(), "alerts")
+	m, _ := newMonitor(t, client.FileFetcher{Root: l.Dir}, k.VKey, t.TempDir(), func(c *MonitorConfig) {
+		c.Keys = known.Keys()
+		c.Exec = `printf '%s %s\n' "$DOCKET_ALERT_KIND" "$DOCKET_EVIDENCE" >> ` + out
+	})
+	poll(t, m)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, file, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+	if kind != KindUnknownIssuer || file == "" {
+		t.Fatalf("the alert command saw %q, want the kind and an evidence file", b)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("evidence file named to the command: %v", err)
 	}
 }
