@@ -130,9 +130,7 @@ func readCheckpoint(ctx context.Context, f audit.Fetcher, v *c2sp.ProofVerifier)
 }
 
 func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, auditUsage) }
+	fs := newFlagSet("audit", auditUsage, stderr)
 	var lf logFlags
 	lf.register(fs)
 	jwks := fs.String("jwks", "", "")
@@ -308,9 +306,7 @@ file is malformed or does not verify.
 `
 
 func runVerifyEvidence(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("verify-evidence", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, verifyEvidenceUsage) }
+	fs := newFlagSet("verify-evidence", verifyEvidenceUsage, stderr)
 	logKey := fs.String("log-key", "", "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -383,9 +379,7 @@ index does not verify.
 `
 
 func runVerifyIndex(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("verify-index", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, verifyIndexUsage) }
+	fs := newFlagSet("verify-index", verifyIndexUsage, stderr)
 	logKey := fs.String("log-key", "", "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -56,8 +55,7 @@ stops after step 3 and verifies the local chain only.
 `
 
 func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(stderr, demoUsage) }
+	fs := newFlagSet("demo", demoUsage, stderr)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}

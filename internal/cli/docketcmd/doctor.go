@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -55,8 +54,7 @@ Exit codes:
 const doctorSession = "docket-doctor"
 
 func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("docket doctor", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(stderr, doctorUsage) }
+	fs := newFlagSet("docket doctor", doctorUsage, stderr)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}

@@ -3,7 +3,6 @@ package docketcmd
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -73,8 +72,7 @@ var gitignoreLines = []string{
 }
 
 func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("docket init", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(stderr, initUsage) }
+	fs := newFlagSet("docket init", initUsage, stderr)
 	logURL := fs.String("log", "", "")
 	logKey := fs.String("log-key", "", "")
 	witness := fs.String("witness-policy", "", "")

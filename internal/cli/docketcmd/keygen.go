@@ -1,10 +1,10 @@
 package docketcmd
 
 import (
+	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
+	"io"
 
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/receipts"
@@ -37,9 +37,8 @@ Examples:
     docket keygen -witness witness.example.org -o witness.key
 `
 
-func runKeygen(args []string) int {
-	fs := flag.NewFlagSet("keygen", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, keygenUsage) }
+func runKeygen(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("keygen", keygenUsage, stderr)
 	out := fs.String("o", "", "")
 	logName := fs.String("log", "", "")
 	witnessName := fs.String("witness", "", "")
@@ -51,50 +50,50 @@ func runKeygen(args []string) int {
 		return 2
 	}
 	if *logName != "" && *witnessName != "" {
-		errorf(os.Stderr, "keygen: give -log or -witness, not both")
+		errorf(stderr, "keygen: give -log or -witness, not both")
 		return 2
 	}
 	if *logName != "" || *witnessName != "" {
-		return noteKeygen(*logName, *witnessName, *out)
+		return noteKeygen(*logName, *witnessName, *out, stdout, stderr)
 	}
 	_, kf := receipts.GenerateKey()
 	if *out == "" {
 		j, _ := json.MarshalIndent(kf, "", "  ")
-		fmt.Printf("%s\n", j)
+		fmt.Fprintf(stdout, "%s\n", j)
 		return 0
 	}
 	if err := receipts.WriteKeyFile(*out, kf); err != nil {
-		errorf(os.Stderr, "keygen: %v", err)
+		errorf(stderr, "keygen: %v", err)
 		return 1
 	}
 	pub, _ := receipts.ParsePublicKeyHex(kf.PublicKey)
 	j, _ := json.MarshalIndent(map[string]any{"keys": []any{receipts.JWK(pub)}}, "", "  ")
-	fmt.Printf("%s\n", j)
-	fmt.Fprintf(os.Stderr, "docket: wrote issuer key %s to %s\n", kf.KID, *out)
+	fmt.Fprintf(stdout, "%s\n", j)
+	fmt.Fprintf(stderr, "docket: wrote issuer key %s to %s\n", kf.KID, *out)
 	return 0
 }
 
-func noteKeygen(logName, witnessName, out string) int {
+func noteKeygen(logName, witnessName, out string, stdout, stderr io.Writer) int {
 	skey, vkey, err := c2sp.GenerateKey(logName + witnessName)
 	if err != nil {
-		errorf(os.Stderr, "keygen: %v", err)
+		errorf(stderr, "keygen: %v", err)
 		return 2
 	}
 	if witnessName != "" {
 		if vkey, err = c2sp.CosignatureVKey(vkey); err != nil {
-			errorf(os.Stderr, "keygen: %v", err)
+			errorf(stderr, "keygen: %v", err)
 			return 1
 		}
 	}
 	if out == "" {
-		fmt.Println(skey)
-		fmt.Println(vkey)
+		fmt.Fprintln(stdout, skey)
+		fmt.Fprintln(stdout, vkey)
 		return 0
 	}
 	if err := c2sp.WriteKeyFiles(out, skey, vkey); err != nil {
-		errorf(os.Stderr, "keygen: %v", err)
+		errorf(stderr, "keygen: %v", err)
 		return 1
 	}
-	fmt.Println(vkey)
+	fmt.Fprintln(stdout, vkey)
 	return 0
 }

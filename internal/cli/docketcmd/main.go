@@ -47,10 +47,8 @@ type command func(ctx context.Context, args []string, stdin io.Reader, stdout, s
 
 // commands maps each subcommand to its implementation.
 var commands = map[string]command{
-	"demo": runDemo,
-	"keygen": func(_ context.Context, args []string, _ io.Reader, _, _ io.Writer) int {
-		return runKeygen(args)
-	},
+	"demo":            runDemo,
+	"keygen":          runKeygen,
 	"verify":          runVerify,
 	"init":            runInit,
 	"hook":            runHook,
@@ -112,6 +110,15 @@ func warnf(w io.Writer, format string, args ...any) {
 
 // flagExit is the exit code for a command whose flags did not parse: 0
 // after -h printed its usage, 2 for a bad flag (already reported).
+// newFlagSet returns the flag set of a command: errors and the usage text
+// go to stderr, and -h prints usage.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	return fs
+}
+
 func flagExit(err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -58,9 +57,7 @@ Examples:
 `
 
 func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("docket mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, mcpUsage) }
+	fs := newFlagSet("docket mcp", mcpUsage, stderr)
 	name := fs.String("name", "", "")
 	dir := fs.String("dir", "", "")
 	session := fs.String("session", "", "")

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -55,9 +54,7 @@ Exit status: 0 no alert (with -once) or stopped by a signal, 1 some alert
 `
 
 func runMonitor(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("monitor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, monitorUsage) }
+	fs := newFlagSet("monitor", monitorUsage, stderr)
 	var lf logFlags
 	lf.register(fs)
 	state := fs.String("state", "", "")
@@ -163,9 +160,7 @@ Options:
 `
 
 func runExplore(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, exploreUsage) }
+	fs := newFlagSet("explore", exploreUsage, stderr)
 	var lf logFlags
 	lf.register(fs)
 	listen := fs.String("listen", "127.0.0.1:7390", "")
@@ -215,9 +210,7 @@ func runExport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if len(args) > 0 && args[0] == "trace" {
 		return runExportTrace(ctx, args[1:], stdin, stdout, stderr)
 	}
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, exportUsage) }
+	fs := newFlagSet("export", exportUsage, stderr)
 	out := fs.String("o", "", "")
 	var sessions multiFlag
 	fs.Var(&sessions, "session", "")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -42,9 +41,7 @@ func runPIC(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		fmt.Fprint(stderr, picUsage)
 		return 2
 	}
-	fs := flag.NewFlagSet("docket pic verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, picUsage) }
+	fs := newFlagSet("docket pic verify", picUsage, stderr)
 	tool := fs.String("tool", "", "")
 	root := fs.String("evidence-root", "", "")
 	keys := fs.String("keys", "", "")

@@ -3,7 +3,6 @@ package docketcmd
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -47,8 +46,7 @@ func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return 2
 	}
 	sub := args[0]
-	fs := flag.NewFlagSet("docket policy "+sub, flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(stderr, policyUsage) }
+	fs := newFlagSet("docket policy "+sub, policyUsage, stderr)
 	dir := fs.String("dir", "", "")
 	agentName := fs.String("agent", "claude", "")
 	if err := fs.Parse(args[1:]); err != nil {

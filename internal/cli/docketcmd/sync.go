@@ -3,7 +3,6 @@ package docketcmd
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,8 +43,7 @@ Exit codes:
 `
 
 func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("sync", flag.ContinueOnError)
-	fl.Usage = func() { fmt.Fprint(stderr, syncUsage) }
+	fl := newFlagSet("sync", syncUsage, stderr)
 	dir := fl.String("dir", "", "")
 	timeout := fl.Duration("timeout", 2*time.Minute, "")
 	tokenEnv := fl.String("token-env", "", "")

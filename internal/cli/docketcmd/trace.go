@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -71,9 +70,7 @@ Example:
 
 // runExportTrace is docket export trace.
 func runExportTrace(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("export trace", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, exportTraceUsage) }
+	fs := newFlagSet("export trace", exportTraceUsage, stderr)
 	session := fs.String("session", "", "")
 	out := fs.String("o", "", "")
 	transcriptURI := fs.String("transcript-uri", "", "")
@@ -296,9 +293,7 @@ func isTraceFlag(arg string) bool {
 
 // runVerifyTrace is docket verify -trace.
 func runVerifyTrace(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("verify -trace", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, verifyTraceUsage) }
+	fs := newFlagSet("verify -trace", verifyTraceUsage, stderr)
 	recordFile := fs.String("trace", "", "")
 	keyHex := fs.String("key", "", "")
 	jwksFile := fs.String("jwks", "", "")

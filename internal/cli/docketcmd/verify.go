@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -74,8 +73,7 @@ func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if slices.ContainsFunc(args, isTraceFlag) {
 		return runVerifyTrace(ctx, args, stdout, stderr)
 	}
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(stderr, verifyUsage) }
+	fs := newFlagSet("verify", verifyUsage, stderr)
 	keyHex := fs.String("key", "", "")
 	jwksFile := fs.String("jwks", "", "")
 	keyFile := fs.String("key-file", "", "")
