@@ -143,6 +143,13 @@ func (g *Gate) record(c Call, d Decision) (Decision, error) {
 	return d, nil
 }
 
+// Pending returns what an execution of the call d decided needs to link
+// it (Event.Decision), as of now.
+func (d Decision) Pending(toolName string) *store.Pending {
+	return &store.Pending{Hash: receipts.ChainHash(d.Receipt), Decision: d.Decision.Decision, ToolName: toolName,
+		IssuedAt: time.Now().UnixMilli()}
+}
+
 // Evaluate asks the policy about every request of a call, with the given
 // project root and home directory. The strictest answer wins (deny over
 // require_approval over allow); its policy IDs are those of every request
@@ -191,6 +198,10 @@ type Event struct {
 	ToolOutputHash string
 	// Start is when handling the event started. Zero means when Record is called.
 	Start time.Time
+	// Decision, for an execution, is the decision it executes when the
+	// caller holds it (Decision.Pending); otherwise the chain is searched
+	// for the latest unexecuted decision of the same call.
+	Decision *store.Pending
 	// Lifecycle, when set (and HookEvent is not), makes the receipt a
 	// lifecycle receipt with this lifecycle_event that carries ToolName
 	// and ToolOutputHash, e.g. receipts.LifecycleToolsList.
@@ -221,6 +232,7 @@ func (g *Gate) Record(e Event) (Recorded, error) {
 	exec := receipts.Step{HookEvent: e.HookEvent, ToolName: e.ToolName}
 	var opts store.AppendOptions
 	if exec.IsExecution() {
+		opts.Decision = e.Decision
 		opts.Executes = e.ToolUseID
 		if opts.Executes == "" {
 			opts.Executes = store.CallKey(e.SessionID, e.ToolName, e.ToolInputHash)

@@ -5,6 +5,8 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/docketlog/docket/gate"
@@ -139,5 +141,31 @@ func TestEvaluateStrictest(t *testing.T) {
 	}
 	if d := gate.Evaluate(t.Context(), g.Engine, nil, g.Store.Project, g.Home); d.Decision != policy.Deny || d.Reason != policy.ReasonGateError {
 		t.Errorf("Evaluate(no requests) = %s %s, want deny gate_error", d.Decision, d.Reason)
+	}
+}
+
+// An execution given the decision it executes (as an MCP relay holds it)
+// links that decision without reading the chain back, also when many
+// decisions came after it.
+func TestRecordWithDecision(t *testing.T) {
+	g := newGate(t)
+	ctx := t.Context()
+	first, err := g.Decide(ctx, bash(g, "t0", "go test ./..."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 { // more than the 64 KiB tail the search reads first
+		if _, err := g.Decide(ctx, bash(g, fmt.Sprint("t", i+1), "go vet ./...")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := g.Record(gate.Event{HookEvent: receipts.PostToolUse, SessionID: "s", ToolName: "Bash", ToolUseID: "t0",
+		ToolInputHash: "sha256:go test ./...", Decision: first.Pending("Bash")})
+	if err != nil || r.Unlinked {
+		t.Fatalf("Record with its decision = %+v, %v; want linked", r, err)
+	}
+	pl := payloads(t, g)
+	if x := pl[len(pl)-1]; x.DecisionReceiptHash != receipts.ChainHash(first.Receipt) || strings.HasPrefix(x.Reason, "verify:") {
+		t.Fatalf("execution = %+v, want linked to the first decision and valid", x)
 	}
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/docketlog/docket/pic"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 // DeniedCode is the JSON-RPC error code of a denial under Config.DenyAsError,
@@ -147,6 +148,7 @@ type flight struct {
 	tool      string // mcp__server__tool
 	toolUseID string
 	inputHash string
+	decision  *store.Pending // the allow it executes, set before it is forwarded
 }
 
 // Relay relays one connection until the client's stream ends (nil) or the
@@ -382,6 +384,13 @@ func (r *relay) toolsCall(ctx context.Context, m map[string]any, line []byte) er
 		return nil
 	}
 	r.log.Debug("mcp: call allowed", "tool", ci.tool, "policy_ids", d.PolicyIDs)
+	// The execution receipt links this decision directly, without reading
+	// the chain back for it, however many calls are in flight.
+	r.flightMu.Lock()
+	if f := r.inflight[key]; f != nil {
+		f.decision = d.Pending(ci.tool)
+	}
+	r.flightMu.Unlock()
 	if !hasPIC && !hasReqID {
 		return r.toServer(line)
 	}
@@ -550,13 +559,13 @@ func (r *relay) cancelled(idv, reason any) {
 	r.record(f, receipts.PostToolUseFailure, receipts.ReasonCancelled, out)
 }
 
-// record appends the execution receipt of a call. It runs on the server
-// loop after the response is relayed: the chain then lags the calls in
-// flight only, which keeps the store's lookup of the decision in the
-// chain's tail.
+// record appends the execution receipt of a call, linked to the decision
+// the flight holds. It runs on the server loop after the response is
+// relayed.
 func (r *relay) record(f *flight, event, reason, outputHash string) {
 	_, err := r.cfg.Gate.Record(gate.Event{HookEvent: event, SessionID: r.cfg.SessionID, Agent: r.agent,
-		ToolName: f.tool, ToolUseID: f.toolUseID, ToolInputHash: f.inputHash, ToolOutputHash: outputHash, Reason: reason})
+		ToolName: f.tool, ToolUseID: f.toolUseID, ToolInputHash: f.inputHash, ToolOutputHash: outputHash, Reason: reason,
+		Decision: f.decision})
 	if err != nil {
 		r.log.Error("mcp: recording an execution failed", "tool", f.tool, "err", err)
 	}

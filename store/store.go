@@ -281,6 +281,10 @@ type AppendOptions struct {
 	// is looked up, from the end of the chain, and passed to the build
 	// function in Link.Decision. The pre hook's hot path never pays for this.
 	Executes string
+	// Decision, if set, is the decision the new receipt executes, when the
+	// caller holds it (as an MCP relay does): the lookup by Executes, which
+	// reads the chain back, is then skipped.
+	Decision *Pending
 }
 
 // ErrChainCorrupt is returned when the chain's last line is not a receipt
@@ -334,7 +338,9 @@ func (s *Store) appendChain(session string, opts AppendOptions, issuerSeq int64,
 		return Head{}, err
 	}
 	link := Link{Sequence: st.Sequence + 1, Previous: st.Hash, IssuerSequence: issuerSeq}
-	if opts.Executes != "" {
+	if opts.Decision != nil {
+		link.Decision = opts.Decision
+	} else if opts.Executes != "" {
 		if link.Decision, err = findDecision(f, st.Size, opts.Executes, session); err != nil {
 			return Head{}, fmt.Errorf("finding the decision: %w", err)
 		}
