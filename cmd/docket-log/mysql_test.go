@@ -5,7 +5,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -167,6 +170,16 @@ func TestMySQLWriters(t *testing.T) {
 // checkpoint the writer published: docket-log refuses to start, and says
 // why and how to recover.
 func TestMySQLStaleRestore(t *testing.T) {
+	for _, by := range []string{"high-water file", "witness"} {
+		t.Run(by, func(t *testing.T) { testStaleRestore(t, by == "witness") })
+	}
+}
+
+// testStaleRestore restores a database that held 3 entries to an empty
+// copy. The docket-log that wrote it knows from its high-water file; a new
+// one (no local state) learns it from a witness that cosigned the larger
+// tree, as it serves it at GET <witness>/<log ID>/checkpoint.
+func testStaleRestore(t *testing.T, byWitness bool) {
 	dsn := mysqltest.Database(t)
 	tl := newTestLog(t)
 	p := tl.startMySQL(t, "a", tl.addr, dsn)
@@ -176,6 +189,7 @@ func TestMySQLStaleRestore(t *testing.T) {
 			t.Fatalf("POST /add = %d %s", r.status, r.body)
 		}
 	}
+	cp := get(t, p.url+"/checkpoint").body
 	if err := p.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -190,11 +204,36 @@ func TestMySQLStaleRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	args := []string{"-listen", tl.addr, "-key", tl.key, "-storage", "mysql", "-mysql-dsn", dsn, "-storage-dir", filepath.Join(tl.dir, "a")}
+	want := "restored from an older copy"
+	if byWitness {
+		// A witness that cosigned the log at size 3; this docket-log's
+		// storage directory is new.
+		w := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/"+c2sp.LogID(tl.verifier.Name())+"/checkpoint" {
+				http.NotFound(w, r)
+				return
+			}
+			w.Write(cp)
+		}))
+		defer w.Close()
+		_, wvkey, err := c2sp.GenerateKey("w1.example")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cosig, err := c2sp.CosignatureVKey(wvkey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy := filepath.Join(tl.dir, "witnesses.policy")
+		os.WriteFile(policy, []byte(fmt.Sprintf("log %s\nwitness w1 %s %s\nquorum w1\n", tl.vkey, cosig, w.URL)), 0o644)
+		args = append(args[:len(args)-1], filepath.Join(tl.dir, "b"), "-witness-policy", policy)
+		want = "witness w1 has cosigned a checkpoint of this log with 3"
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, logBin, "-listen", tl.addr, "-key", tl.key,
-		"-storage", "mysql", "-mysql-dsn", dsn, "-storage-dir", filepath.Join(tl.dir, "a")).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "restored from an older copy") || !strings.Contains(string(out), "point-in-time recovery") {
-		t.Fatalf("docket-log on a restored database = %v\n%s\nwant a refusal that explains the recovery", err, string(out))
+	out, err := exec.CommandContext(ctx, logBin, args...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), "point-in-time recovery") {
+		t.Fatalf("docket-log on a restored database = %v\n%s\nwant a refusal (%q) that explains the recovery", err, string(out), want)
 	}
 }

@@ -64,6 +64,13 @@ type Options struct {
 	MaxOpenConns int
 	// Logger receives notable events; nil discards.
 	Logger *slog.Logger
+	// Cosigned is the largest tree size a witness of the log has cosigned,
+	// as docket-log learned from the witnesses at start (0: unknown). A
+	// database whose tree is smaller was restored from an older copy, and
+	// is refused like one smaller than the recorded high-water mark.
+	Cosigned uint64
+	// CosignedBy names the witness that cosigned it, for the error.
+	CosignedBy string
 }
 
 // Storage is an opened database.
@@ -135,6 +142,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Storage, error) {
 		}
 		if err := g.check(size); err != nil {
 			return nil, err
+		}
+		if size < opts.Cosigned {
+			return nil, fmt.Errorf("%w: the database holds %d entries, but witness %s has cosigned a checkpoint of this log with %d. "+
+				"The database was restored from an older copy; writing to it would fork the log, and the witness would refuse it forever. "+
+				"Recover the missing entries (binlog point-in-time recovery to the time of the failure; see deploy/mysql.md) and start again",
+				ErrStaleTree, size, opts.CosignedBy, opts.Cosigned)
 		}
 	}
 	t, err := tmysql.New(ctx, tdb)

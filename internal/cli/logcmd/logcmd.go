@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
 	"k8s.io/klog/v2"
 
 	"github.com/docketlog/docket/c2sp"
@@ -207,8 +208,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if !flagSet(fl, "checkpoint-interval") {
 			cfg.CheckpointInterval = mysql.MinCheckpointInterval
 		}
-		st, err := mysql.Open(ctx, *mysqlDSN, mysql.Options{
-			StateDir: filepath.Join(*storageDir, posix.StateDir), MaxOpenConns: 64, Logger: logger})
+		opts := mysql.Options{StateDir: filepath.Join(*storageDir, posix.StateDir), MaxOpenConns: 64, Logger: logger}
+		// The witnesses know how large the log has been: a database smaller
+		// than what one of them cosigned was restored from an older copy.
+		opts.Cosigned, opts.CosignedBy = witnessedSize(ctx, cfg.WitnessPolicy, cfg.VKey, logger)
+		st, err := mysql.Open(ctx, *mysqlDSN, opts)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -292,4 +296,57 @@ func flagSet(fl *flag.FlagSet, name string) bool {
 	set := false
 	fl.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// witnessedSize returns the largest tree size that a witness of the policy
+// (one with a URL) has cosigned for the log with key vkey, as it serves it
+// at GET <url>/<log ID>/checkpoint (the log's signature checked), and which
+// witness. Witnesses that cannot be asked are logged and skipped.
+func witnessedSize(ctx context.Context, policy []byte, vkey string, logger *slog.Logger) (uint64, string) {
+	if len(policy) == 0 {
+		return 0, ""
+	}
+	p, err := c2sp.ParsePolicy(policy)
+	if err != nil {
+		return 0, ""
+	}
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		return 0, ""
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	var best uint64
+	var by string
+	for _, w := range p.Witnesses {
+		if w.URL == "" {
+			continue
+		}
+		u := strings.TrimSuffix(w.URL, "/") + "/" + c2sp.LogID(v.Name()) + "/checkpoint"
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			continue
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			logger.Warn("restore guard: witness not reachable", "witness", w.Name, "err", err)
+			continue
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			if resp.StatusCode != http.StatusNotFound { // 404: it has cosigned nothing yet
+				logger.Warn("restore guard: witness did not answer", "witness", w.Name, "status", resp.Status, "err", err)
+			}
+			continue
+		}
+		cp, err := c2sp.OpenCheckpoint(v, body)
+		if err != nil {
+			logger.Warn("restore guard: witness served a checkpoint the log did not sign", "witness", w.Name, "err", err)
+			continue
+		}
+		if cp.Size > best {
+			best, by = cp.Size, w.Name
+		}
+	}
+	return best, by
 }
