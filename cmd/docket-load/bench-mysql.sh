@@ -55,6 +55,9 @@ kill $P; wait $P 2>/dev/null || true
 P=$!; PIDS="$PIDS $P"
 wait_up http://127.0.0.1:17791
 "$W/docket-load" -url http://127.0.0.1:17791 -mode tessera -label tessera-mysql -rates "$RATES" -duration "$DURATION" -clients "$CLIENTS" | tail -n +3
+# The same server at docket-log's semantics: a request is done once a
+# published checkpoint covers it (docket-log answers only then, with a proof).
+"$W/docket-load" -url http://127.0.0.1:17791 -mode tessera-published -label "tessera-mysql, until published" -rates , -duration "$DURATION" -clients "$CLIENTS" | tail -n +3
 kill $P; wait $P 2>/dev/null || true
 
 # Two docket-log writers of one database, requests in turn.

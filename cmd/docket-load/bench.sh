@@ -38,5 +38,8 @@ C0=$(cpu_us $PID)
 "$W/docket-load" -url http://127.0.0.1:17791 -mode tessera -label tessera-posix -rates "$RATES" -duration "$DURATION" -clients "$CLIENTS" > "$W/tessera.out"
 TESSERA_CPU=$(per_request $(( $(cpu_us $PID) - C0 )) "$W/tessera.out")
 tail -n +3 "$W/tessera.out"
+# The same server at docket-log's semantics: a request is done once a
+# published checkpoint covers it (docket-log answers only then, with a proof).
+"$W/docket-load" -url http://127.0.0.1:17791 -mode tessera-published -label "tessera-posix, until published" -rates , -duration "$DURATION" -clients "$CLIENTS" | tail -n +3
 echo
 echo "server CPU (user + system) per answered request, over all rows: docket-log $DOCKET_CPU µs, tessera-posix $TESSERA_CPU µs"

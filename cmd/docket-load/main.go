@@ -43,7 +43,7 @@ import (
 func main() {
 	var (
 		url      = flag.String("url", "http://127.0.0.1:7780", "log URL; several, comma-separated, take requests in turn (writers of one log)")
-		mode     = flag.String("mode", "docket", "docket (POST /add answers with a proof) or tessera (conformance server)")
+		mode     = flag.String("mode", "docket", "docket (POST /add answers with a proof), tessera (conformance server: answered once sequenced) or tessera-published (conformance server, each request counted done once a published checkpoint covers its index, as docket-log answers)")
 		rates    = flag.String("rates", "250,500,1000", "offered rates in receipts/s, comma-separated")
 		duration = flag.Duration("duration", 10*time.Second, "duration of each fixed-rate run and of the closed-loop run")
 		clients  = flag.Int("clients", 256, "concurrent clients in the closed-loop run (0: skip it)")
@@ -211,15 +211,78 @@ func (r *result) row(label, offered string) string {
 }
 
 func post(c *http.Client, base []string, mode string, i int, body []byte) (int, error) {
-	resp, err := c.Post(base[i%len(base)]+"/add", "application/json", bytes.NewReader(body))
+	u := base[i%len(base)]
+	resp, err := c.Post(u+"/add", "application/json", bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
 		return 0, err
 	}
+	if mode == "tessera-published" && resp.StatusCode == http.StatusOK {
+		idx, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("conformance server answered %q, not an index", b)
+		}
+		publishedOf(c, u).await(idx)
+	}
 	return resp.StatusCode, nil
+}
+
+// published follows the size of a log's published checkpoint, polling it
+// every 5 ms (as docket-log polls its own), for requests that wait until
+// a checkpoint covers their index.
+type published struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	size uint64
+}
+
+var (
+	publishedMu sync.Mutex
+	publishers  = map[string]*published{}
+)
+
+func publishedOf(c *http.Client, base string) *published {
+	publishedMu.Lock()
+	defer publishedMu.Unlock()
+	if p := publishers[base]; p != nil {
+		return p
+	}
+	p := &published{}
+	p.cond = sync.NewCond(&p.mu)
+	publishers[base] = p
+	go func() {
+		for {
+			if resp, err := c.Get(base + "/checkpoint"); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if lines := strings.SplitN(string(b), "\n", 3); len(lines) == 3 {
+					if n, err := strconv.ParseUint(lines[1], 10, 64); err == nil {
+						p.mu.Lock()
+						if n > p.size {
+							p.size = n
+							p.cond.Broadcast()
+						}
+						p.mu.Unlock()
+					}
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return p
+}
+
+// await returns once a published checkpoint covers index idx.
+func (p *published) await(idx uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.size <= idx {
+		p.cond.Wait()
+	}
 }
 
 // openLoop sends bodies at rate per second, each at its scheduled time
@@ -266,7 +329,7 @@ func closedLoop(c *http.Client, base []string, mode string, bodies [][]byte, n i
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= len(bodies) {
-					if mode != "tessera" {
+					if !strings.HasPrefix(mode, "tessera") {
 						if i == len(bodies) {
 							fmt.Fprintf(os.Stderr, "docket-load: closed loop: all %d bodies sent before %v: the rate is a floor\n", len(bodies), d)
 						}
