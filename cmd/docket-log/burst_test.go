@@ -143,7 +143,15 @@ func TestBurst(t *testing.T) {
 	for i := 0; !over() || i < good; i++ {
 		body := is.entry(t, "good", int64(i+1))
 		start := time.Now()
+		// Like docket sync, the client sends a request again when its
+		// connection was closed under it (the server rotates busy
+		// keep-alive connections while others wait, and a close can cross
+		// a request in flight); strict dedup makes that safe.
 		r, err := postWith(gc, p.url, body)
+		for retry := 0; err != nil && retry < 3; retry++ {
+			t.Logf("well-behaved POST /add: %v; sending it again", err)
+			r, err = postWith(gc, p.url, body)
+		}
 		if err != nil {
 			t.Fatalf("well-behaved POST /add during the burst: %v", err)
 		}
