@@ -51,6 +51,8 @@ type Call struct {
 	// Start is when handling the call started; hook_latency_ms is measured
 	// from it. Zero means when Decide is called.
 	Start time.Time
+	// Model is the model the agent reported, if any (receipts' model).
+	Model string
 	// Refusal, when set, is the decision (a deny) without asking the
 	// policy: the call could not be checked (the MCP gate's strict parse or
 	// PIC verification failed). It is signed like any decision.
@@ -132,6 +134,7 @@ func (g *Gate) record(c Call, d Decision) (Decision, error) {
 			PolicyIDs:           d.PolicyIDs,
 			HookLatencyMs:       &latency,
 			ProposalDigest:      c.ProposalDigest,
+			Model:               c.Model,
 		})
 		d.Receipt = rec
 		return rec, err
@@ -198,6 +201,8 @@ type Event struct {
 	ToolOutputHash string
 	// Start is when handling the event started. Zero means when Record is called.
 	Start time.Time
+	// Model is the model the agent reported, if any (receipts' model).
+	Model string
 	// Decision, for an execution, is the decision it executes when the
 	// caller holds it (Decision.Pending); otherwise the chain is searched
 	// for the latest unexecuted decision of the same call.
@@ -247,6 +252,7 @@ func (g *Gate) Record(e Event) (Recorded, error) {
 			IssuerSequence:      l.IssuerSequence,
 			HookEvent:           e.HookEvent,
 			Agent:               e.Agent,
+			Model:               e.Model,
 		}
 		switch e.HookEvent {
 		case receipts.SessionStart:

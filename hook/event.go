@@ -122,6 +122,8 @@ type Event struct {
 	// (Gemini CLI, Codex) whose tool response shows that the call failed:
 	// it is receipted as a PostToolUseFailure, as Claude Code's is.
 	Failed bool
+	// Model is the model the agent reports in the event, if any.
+	Model string
 	// Calls are what the gate decides on: the call mapped to Claude Code
 	// tool names and inputs. Most events give one call; a Gemini web_fetch
 	// naming several URLs or a Codex patch touching several files give one
@@ -174,6 +176,11 @@ func ParseEvent(agent Agent, kind Kind, data []byte, dir string) (*Event, error)
 			return nil, inputErrorf("malformed hook input: %s is not a string", f.key)
 		}
 		*f.dst = s
+	}
+	// The model is a declaration the receipts carry; an odd value is
+	// dropped rather than refused, so that it never blocks a call.
+	if s, ok := m["model"].(string); ok && len(s) <= 200 {
+		ev.Model = s
 	}
 	if name != "" {
 		ok := false
@@ -289,7 +296,7 @@ func (ev *Event) Call(start time.Time) gate.Call {
 	return gate.Call{
 		SessionID: ev.SessionID, Agent: ev.Agent.ReceiptName(),
 		ToolName: ev.ToolName, ToolUseID: ev.ToolUseID, ToolInputHash: ev.ToolInputHash,
-		Requests: ev.Calls, Start: start,
+		Requests: ev.Calls, Start: start, Model: ev.Model,
 	}
 }
 

@@ -317,7 +317,7 @@ func record(opts Options, data []byte) error {
 		Agent:     opts.Agent.ReceiptName(),
 		ToolName:  ev.ToolName, ToolUseID: ev.ToolUseID,
 		ToolInputHash: ev.ToolInputHash, ToolOutputHash: ev.ToolOutputHash,
-		Start: opts.Start,
+		Start: opts.Start, Model: ev.Model,
 	})
 	if err != nil {
 		return err

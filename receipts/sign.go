@@ -60,6 +60,10 @@ type Payload struct {
 	// ProposalDigest, on a decision, is "sha256:" + hex SHA-256 of the JCS
 	// form of the PIC action proposal the call carried (docket mcp).
 	ProposalDigest string `json:"pic_proposal_digest,omitempty"`
+	// Model is the model the agent reports, where it does (Claude Code on
+	// SessionStart, Codex with every event): a declaration by the agent,
+	// recorded as sent.
+	Model string `json:"model,omitempty"`
 }
 
 // FormatTime formats t as the receipts' issued_at: RFC 3339 UTC with
