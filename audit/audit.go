@@ -52,20 +52,12 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	v.Sessions = set(cfg.Sessions)
 	var findings []Finding
 	presented := make(map[string]bool)
-	if len(chains) > 0 {
-		for _, c := range chains {
-			findings = append(findings, checkChain(cfg.Keys, c, presented)...)
-		}
-		if len(v.Issuers) == 0 {
-			v.Issuers = make(map[string]bool)
-			for _, c := range chains {
-				for _, r := range c.Receipts {
-					if res := receipts.Verify(r, receipts.Options{Keys: cfg.Keys}); res.KID != "" {
-						v.Issuers[res.KID] = true
-					}
-				}
-			}
-		}
+	kids := make(map[string]bool) // the issuers of the presented receipts
+	for _, c := range chains {
+		findings = append(findings, checkChain(cfg.Keys, c, presented, kids)...)
+	}
+	if len(chains) > 0 && len(v.Issuers) == 0 {
+		v.Issuers = kids
 	}
 	err := Scan(ctx, cfg.Fetcher, cfg.Size, cfg.Root, NewRange(), v.Add)
 	var rm *RootMismatchError
@@ -112,12 +104,16 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	return findings, nil
 }
 
-// checkChain verifies one presented chain and notes its receipts' hashes.
-func checkChain(keys *receipts.KeySet, c Chain, presented map[string]bool) []Finding {
+// checkChain verifies one presented chain and notes its receipts' hashes
+// and issuers.
+func checkChain(keys *receipts.KeySet, c Chain, presented, kids map[string]bool) []Finding {
 	var out []Finding
 	for i, res := range receipts.VerifyChain(c.Receipts, receipts.Options{Keys: keys}) {
 		if res.Hash != "" {
 			presented[res.Hash] = true
+		}
+		if res.KID != "" {
+			kids[res.KID] = true
 		}
 		if res.Outcome != receipts.Valid {
 			out = append(out, Finding{Kind: KindInvalidReceipt, Issuer: res.KID, Source: c.Source, Sequence: int64(i + 1),
@@ -189,12 +185,8 @@ func rootMismatch(ctx context.Context, fetcher Fetcher, size uint64, rm *RootMis
 				idx := first + uint64(i)
 				f.Index = idx
 				f.Message = fmt.Sprintf("log entry %d as served does not hash to the leaf the signed tree holds at %d: %v", idx, idx, rm)
-				var leaf []byte
-				if i < len(b.Entries) {
-					leaf = b.Entries[i]
-				}
+				// prove reads the served entry and the tree's inclusion proof.
 				f.evidence = &Evidence{Kind: KindRootMismatch, Entries: []EvidenceEntry{{Index: idx}}, TreeLeafHash: b64s([][]byte{want[i]})[0]}
-				_ = leaf
 				return f, nil
 			}
 		}

@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -171,13 +172,7 @@ func parseCheckpoint(text string, logKey note.Verifier) (*f_log.Checkpoint, erro
 	return cp, nil
 }
 
-func payloadOf(e *receipts.Entry) Payload {
-	var env struct {
-		Payload Payload `json:"payload"`
-	}
-	_ = jsonUnmarshal(e.Receipt, &env)
-	return env.Payload
-}
+func payloadOf(e *receipts.Entry) Payload { return payloadFrom(e.Payload) }
 
 func unb64s(ss []string) ([][]byte, error) {
 	out := make([][]byte, len(ss))
@@ -199,7 +194,7 @@ func mustB64(s string) []byte {
 // ParseEvidence reads an evidence file.
 func ParseEvidence(b []byte) (*Evidence, error) {
 	var ev Evidence
-	if err := jsonUnmarshal(b, &ev); err != nil {
+	if err := json.Unmarshal(b, &ev); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadEvidence, err)
 	}
 	if ev.Kind == "" {

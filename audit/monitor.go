@@ -20,6 +20,7 @@ import (
 	"github.com/transparency-dev/tessera/client"
 
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -175,8 +176,11 @@ func (m *Monitor) Poll(ctx context.Context) ([]Finding, error) {
 			return m.commit(ctx, alerts, raw, cp.Size, nil)
 		}
 	case cp.Size == m.st.Size && !bytes.Equal(raw, []byte(m.st.Checkpoint)):
-		old, _ := c2sp.ParseCheckpoint(noteText(m.st.Checkpoint))
-		if old != nil && !bytes.Equal(old.Root, cp.Root) {
+		old, err := m.stored()
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(old.Root, cp.Root) {
 			alerts = append(alerts, forkFinding(KindFork, fmt.Sprintf("the log signed two different roots for size %d", cp.Size),
 				&Evidence{Kind: KindFork, Checkpoints: []string{m.st.Checkpoint, string(raw)}}))
 			return m.commit(ctx, alerts, raw, cp.Size, nil)
@@ -210,7 +214,10 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 		if err != nil {
 			return nil, false, fmt.Errorf("consistency proof: %w", err)
 		}
-		old, _ := c2sp.ParseCheckpoint(noteText(m.st.Checkpoint))
+		old, err := m.stored()
+		if err != nil {
+			return nil, false, err
+		}
 		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, m.st.Size, cp.Size, path, old.Root, cp.Root); err != nil {
 			ev, eerr := ForkEvidence(ctx, m.cfg.Fetcher, []byte(m.st.Checkpoint), m.st.Size, raw, cp.Size)
 			if eerr != nil {
@@ -485,7 +492,7 @@ func (m *Monitor) commit(ctx context.Context, alerts []Finding, raw []byte, size
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(m.statePath(), b); err != nil {
+	if err := durable.WriteFile(m.statePath(), b, 0o644); err != nil {
 		return nil, fmt.Errorf("saving monitor state: %w", err)
 	}
 	m.st = *next
@@ -511,8 +518,12 @@ func forkFinding(kind, msg string, ev *Evidence) Finding {
 	return Finding{Kind: kind, Message: msg, evidence: ev}
 }
 
-// noteText returns the text of a signed note, without its signatures.
-func noteText(signed string) []byte {
-	text, _, _ := strings.Cut(signed, "\n\n")
-	return []byte(text + "\n")
+// stored returns the checkpoint of the monitor's state, which it verified
+// when it stored it.
+func (m *Monitor) stored() (*c2sp.Checkpoint, error) {
+	cp, err := c2sp.OpenCheckpoint(m.cfg.Verifier.LogKey(), []byte(m.st.Checkpoint))
+	if err != nil {
+		return nil, fmt.Errorf("monitor state %s: %w", m.statePath(), err)
+	}
+	return cp, nil
 }

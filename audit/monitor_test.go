@@ -45,27 +45,7 @@ func poll(t *testing.T, m *Monitor) []string {
 	if err != nil {
 		t.Fatalf("Poll: %v", err)
 	}
-	for _, f := range fs {
-		if f.EvidenceFile == "" {
-			continue
-		}
-		b, err := os.ReadFile(f.EvidenceFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev, err := ParseEvidence(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch f.Kind {
-		case KindFork, KindWitnessSplitView, KindEquivocation, KindChainBreak, KindBadEntry, KindRootMismatch:
-			if msg, err := VerifyEvidence(ev, m.cfg.Verifier.LogKey()); err != nil {
-				t.Errorf("VerifyEvidence(%s) = %v, want proven", f.EvidenceFile, err)
-			} else {
-				t.Logf("%s proven: %s", f.Kind, msg)
-			}
-		}
-	}
+	checkEvidence(t, fs, m.cfg.Verifier.LogKey())
 	return kinds(fs)
 }
 

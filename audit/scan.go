@@ -273,5 +273,3 @@ func payloadFrom(m map[string]any) Payload {
 }
 
 func leafHash(leaf []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(leaf) }
-
-var jsonUnmarshal = json.Unmarshal
