@@ -65,16 +65,9 @@ type issuerCounter struct {
 // from the chains (see issuerJournal.Boot). The caller writes the receipt,
 // then calls done, and finally release.
 func (s *Store) allocIssuerSequence(session string) (*issuerCounter, error) {
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return nil, err
-	}
-	lock, err := os.OpenFile(filepath.Join(s.Dir, IssuerLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := s.issuerLock(durable.Lock)
 	if err != nil {
-		return nil, fmt.Errorf("issuer lock: %w", err)
-	}
-	if err := durable.Lock(lock); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("issuer lock: %w", err)
+		return nil, err
 	}
 	c := &issuerCounter{s: s, lock: lock}
 	if err := c.load(session); err != nil {
@@ -95,27 +88,49 @@ func (c *issuerCounter) load(session string) error {
 	if err != nil {
 		return fmt.Errorf("issuer journal: %w", err)
 	}
+	last, err := c.s.lastAllocated(data)
+	if err != nil {
+		return err
+	}
+	c.next = last + 1
+	return c.write(issuerJournal{Last: c.next, Session: session}, bootID() == "")
+}
+
+// lastAllocated returns the last issuer_sequence whose receipt is in its
+// chain, from the journal's contents data (read under the issuer lock).
+func (s *Store) lastAllocated(data []byte) (int64, error) {
 	var jr issuerJournal
 	switch {
-	case len(data) == 0, json.Unmarshal(data, &jr) != nil, jr.Boot != bootID() || jr.Boot == "" && bootID() != "":
+	case len(data) == 0, json.Unmarshal(data, &jr) != nil, jr.Boot != bootID():
 		// No journal yet (receipts that predate the counter carry none),
-		// a torn one, or one from before a reboot: continue after the
-		// highest number any chain holds.
-		if jr.Last, err = c.s.maxIssuerSequence(); err != nil {
-			return err
-		}
+		// a torn one, or one from before a reboot: the highest number any
+		// chain holds.
+		return s.maxIssuerSequence()
 	case !jr.Done:
 		// The receipt journaled last may not have reached its chain.
-		last, err := c.s.lastIssuerSequence(jr.Session)
+		last, err := s.lastIssuerSequence(jr.Session)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if last != jr.Last {
-			jr.Last-- // it did not: its number is free again
+			return jr.Last - 1, nil // it did not: its number is free again
 		}
 	}
-	c.next = jr.Last + 1
-	return c.write(issuerJournal{Last: c.next, Session: session}, bootID() == "")
+	return jr.Last, nil
+}
+
+// issuerLock opens the issuer lock file (and the store directory, if
+// need be) and takes the lock with lockFn.
+func (s *Store) issuerLock(lockFn func(*os.File) error) (*os.File, error) {
+	lock, err := openCreate(filepath.Join(s.Dir, IssuerLockFile))
+	if err != nil {
+		return nil, fmt.Errorf("issuer lock: %w", err)
+	}
+	if err := lockFn(lock); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("issuer lock: %w", err)
+	}
+	return lock, nil
 }
 
 func (c *issuerCounter) write(jr issuerJournal, sync bool) error {
@@ -214,29 +229,16 @@ const IssuerSession = "docket-issuer"
 // issuerLast returns, under the issuer lock, the last issuer_sequence whose
 // receipt is in its chain.
 func (s *Store) issuerLast() (int64, error) {
-	lock, err := os.OpenFile(filepath.Join(s.Dir, IssuerLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := s.issuerLock(durable.RLock)
 	if err != nil {
-		return 0, fmt.Errorf("issuer lock: %w", err)
+		return 0, err
 	}
 	defer lock.Close()
-	if err := durable.RLock(lock); err != nil {
-		return 0, fmt.Errorf("issuer lock: %w", err)
-	}
 	data, err := os.ReadFile(filepath.Join(s.Dir, IssuerJournalFile))
-	var jr issuerJournal
-	if err != nil || json.Unmarshal(data, &jr) != nil || jr.Boot != bootID() {
-		return s.maxIssuerSequence()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("issuer journal: %w", err)
 	}
-	if !jr.Done {
-		last, err := s.lastIssuerSequence(jr.Session)
-		if err != nil {
-			return 0, err
-		}
-		if last != jr.Last {
-			jr.Last--
-		}
-	}
-	return jr.Last, nil
+	return s.lastAllocated(data)
 }
 
 // issuerCheckpoint appends an issuer checkpoint receipt with high-water
