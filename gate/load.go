@@ -47,6 +47,12 @@ type Prepared struct {
 	store  *store.Store
 	policy chan loadedPolicy
 	key    chan loadedKey
+	config chan loadedConfig
+}
+
+type loadedConfig struct {
+	cfg store.Config
+	err error
 }
 
 type loadedPolicy struct {
@@ -60,11 +66,11 @@ type loadedKey struct {
 }
 
 // Prepare starts loading the store's policy and issuer key, each on its own
-// goroutine. A process that will decide a call calls it as early as it
+// goroutine, and its configuration after the key. A process that will decide a call calls it as early as it
 // knows the project, so that the loads overlap everything else it does
 // before deciding. A panic while loading becomes an error.
 func Prepare(s *store.Store) *Prepared {
-	p := &Prepared{store: s, policy: make(chan loadedPolicy, 1), key: make(chan loadedKey, 1)}
+	p := &Prepared{store: s, policy: make(chan loadedPolicy, 1), key: make(chan loadedKey, 1), config: make(chan loadedConfig, 1)}
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -75,13 +81,21 @@ func Prepare(s *store.Store) *Prepared {
 		p.policy <- loadedPolicy{eng, err}
 	}()
 	go func() {
+		sentKey := false
 		defer func() {
 			if r := recover(); r != nil {
-				p.key <- loadedKey{err: fmt.Errorf("panic loading the key: %.200v", r)}
+				err := fmt.Errorf("panic loading the key or the configuration: %.200v", r)
+				if !sentKey {
+					p.key <- loadedKey{err: err}
+				}
+				p.config <- loadedConfig{err: err}
 			}
 		}()
 		key, err := receipts.LoadPrivateKey(s.KeyPath())
 		p.key <- loadedKey{key, err}
+		sentKey = true
+		cfg, err := s.LoadConfig()
+		p.config <- loadedConfig{cfg, err}
 	}()
 	return p
 }
@@ -97,6 +111,17 @@ func (p *Prepared) Key(ctx context.Context) (ed25519.PrivateKey, error) {
 		return k.key, k.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// Config waits for the store's configuration, or for ctx to end.
+func (p *Prepared) Config(ctx context.Context) (store.Config, error) {
+	select {
+	case c := <-p.config:
+		p.config <- c
+		return c.cfg, c.err
+	case <-ctx.Done():
+		return store.Config{}, ctx.Err()
 	}
 }
 

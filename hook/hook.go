@@ -186,7 +186,7 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 		return block("gate error: %v; the call is blocked", err)
 	}
 	if d.Decision.Decision != policy.Deny {
-		if a, refused := requireLog(ctx, opts, g, ev.Call(opts.Start), d); refused {
+		if a, refused := requireLog(ctx, opts, prep, g, ev.Call(opts.Start), d); refused {
 			return a
 		}
 	}
@@ -215,8 +215,8 @@ const logMargin = time.Second
 // ask) decision d is answered only once it is in the log with a verified
 // proof and the witness quorum. When that cannot be had before the hook's
 // deadline, a deny (log_unavailable) is signed and the call is blocked.
-func requireLog(ctx context.Context, opts Options, g *gate.Gate, c gate.Call, d gate.Decision) (answer, bool) {
-	cfg, err := opts.Store.LoadConfig()
+func requireLog(ctx context.Context, opts Options, prep *gate.Prepared, g *gate.Gate, c gate.Call, d gate.Decision) (answer, bool) {
+	cfg, err := prep.Config(ctx)
 	if err != nil {
 		return block("gate error: %v; the call is blocked", err), true
 	}
