@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/transparency-dev/merkle/proof"
-	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/tessera/client"
 
 	"github.com/docketlog/docket/c2sp"
@@ -176,14 +174,13 @@ func (m *Monitor) Poll(ctx context.Context) ([]Finding, error) {
 			return m.commit(ctx, alerts, raw, cp.Size, nil)
 		}
 	case cp.Size == m.st.Size && !bytes.Equal(raw, []byte(m.st.Checkpoint)):
-		old, err := m.stored()
-		if err != nil {
-			return nil, err
-		}
-		if !bytes.Equal(old.Root, cp.Root) {
+		var ie *c2sp.InconsistencyError
+		if err := m.cfg.Verifier.CheckConsistency([]byte(m.st.Checkpoint), raw, nil); errors.As(err, &ie) {
 			alerts = append(alerts, forkFinding(KindFork, fmt.Sprintf("the log signed two different roots for size %d", cp.Size),
 				&Evidence{Kind: KindFork, Checkpoints: []string{m.st.Checkpoint, string(raw)}}))
 			return m.commit(ctx, alerts, raw, cp.Size, nil)
+		} else if err != nil {
+			return nil, fmt.Errorf("monitor state %s: %w", m.statePath(), err)
 		}
 	case cp.Size < m.st.Size:
 		alerts = append(alerts, forkFinding(KindFork, fmt.Sprintf("the log now serves size %d after signing size %d", cp.Size, m.st.Size),
@@ -214,22 +211,21 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 		if err != nil {
 			return nil, false, fmt.Errorf("consistency proof: %w", err)
 		}
-		old, err := m.stored()
-		if err != nil {
-			return nil, false, err
-		}
-		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, m.st.Size, cp.Size, path, old.Root, cp.Root); err != nil {
+		var ie *c2sp.InconsistencyError
+		if err := m.cfg.Verifier.CheckConsistency([]byte(m.st.Checkpoint), raw, path); errors.As(err, &ie) {
 			ev, eerr := ForkEvidence(ctx, m.cfg.Fetcher, []byte(m.st.Checkpoint), m.st.Size, raw, cp.Size)
 			if eerr != nil {
 				return nil, false, eerr
 			}
-			f := forkFinding(KindFork, fmt.Sprintf("the log's checkpoint of size %d is not consistent with its checkpoint of size %d: %v", cp.Size, m.st.Size, err), ev)
+			f := forkFinding(KindFork, fmt.Sprintf("the log's checkpoint of size %d is not consistent with its checkpoint of size %d: %v", cp.Size, m.st.Size, ie.Err), ev)
 			if _, verr := VerifyEvidence(ev, m.cfg.Verifier.LogKey()); verr != nil {
 				// The tiles do not even reproduce the new root: the log
 				// serves tiles that its checkpoint does not sign.
 				f.Kind, f.Message, f.evidence = KindRootMismatch, f.Message+" (its tiles do not match its own checkpoint: "+verr.Error()+")", nil
 			}
 			return []Finding{f}, false, nil
+		} else if err != nil {
+			return nil, false, fmt.Errorf("monitor state %s: %w", m.statePath(), err)
 		}
 	}
 	rng, err := RestoreRange(m.st.Size, m.st.Range)
@@ -516,14 +512,4 @@ func (m *Monitor) Run(ctx context.Context, interval time.Duration) error {
 func forkFinding(kind, msg string, ev *Evidence) Finding {
 	ev.Message = msg
 	return Finding{Kind: kind, Message: msg, evidence: ev}
-}
-
-// stored returns the checkpoint of the monitor's state, which it verified
-// when it stored it.
-func (m *Monitor) stored() (*c2sp.Checkpoint, error) {
-	cp, err := c2sp.OpenCheckpoint(m.cfg.Verifier.LogKey(), []byte(m.st.Checkpoint))
-	if err != nil {
-		return nil, fmt.Errorf("monitor state %s: %w", m.statePath(), err)
-	}
-	return cp, nil
 }
