@@ -33,7 +33,24 @@ type Gate struct {
 	Key ed25519.PrivateKey
 	// Home is the user's home directory, for "~" in policies.
 	Home string
+	// RequireLog is the strict mode (store.Config.RequireLog): Decide
+	// returns an allow or ask only once its receipt is in the log with a
+	// verified proof (and the witness quorum, with a policy); when that
+	// cannot be had before ctx's deadline (LogWait without one), it signs
+	// and returns a deny with ReasonLogUnavailable.
+	RequireLog bool
+	// Caller names the gate's user in that deny's message ("hook" by
+	// default): it is the caller's deadline that ran out.
+	Caller string
 }
+
+// LogWait bounds the strict mode's wait when the caller's ctx has no
+// deadline, and LogMargin is the part of a deadline kept for signing the
+// deny when the log does not answer in time.
+const (
+	LogWait   = 10 * time.Second
+	LogMargin = time.Second
+)
 
 // Call is a tool call to decide.
 type Call struct {
@@ -103,7 +120,34 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
-	return g.record(c, d)
+	d, err := g.record(c, d)
+	if err != nil || !g.RequireLog || c.Refusal != nil || d.Decision.Decision == policy.Deny {
+		return d, err
+	}
+	return g.publish(ctx, c, d)
+}
+
+// publish is the strict mode: it waits until the allow (or ask) d is in
+// the log, or refuses the call.
+func (g *Gate) publish(ctx context.Context, c Call, d Decision) (Decision, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(LogWait)
+	}
+	pctx, cancel := context.WithDeadline(ctx, deadline.Add(-LogMargin))
+	defer cancel()
+	err := g.Store.Publish(pctx, c.SessionID, d.Sequence, d.Receipt, store.SyncOptions{MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
+	if err == nil {
+		return d, nil
+	}
+	caller := g.Caller
+	if caller == "" {
+		caller = "hook"
+	}
+	// No policy decided this deny: it carries no policy IDs.
+	c.Refusal = &policy.Decision{Decision: policy.Deny, Reason: ReasonLogUnavailable,
+		Message: fmt.Sprintf("the log could not record the allow decision before the %s's deadline: %v", caller, err)}
+	return g.Decide(ctx, c)
 }
 
 // ReasonLogUnavailable is the reason of a deny the strict mode signs when

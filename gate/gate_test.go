@@ -169,3 +169,23 @@ func TestRecordWithDecision(t *testing.T) {
 		t.Fatalf("execution = %+v, want linked to the first decision and valid", x)
 	}
 }
+
+// In strict mode an allow that cannot reach the log is refused and the
+// refusal signed, for every caller of the gate (the hooks and the MCP
+// relay alike); a deny does not wait for the log.
+func TestDecideRequireLog(t *testing.T) {
+	g := newGate(t)
+	g.RequireLog, g.Caller = true, "MCP relay"
+	d, err := g.Decide(t.Context(), bash(g, "t1", "go test ./...")) // no log configured: it cannot be published
+	if err != nil || d.Decision.Decision != policy.Deny || d.Reason != gate.ReasonLogUnavailable ||
+		!strings.Contains(d.Message, "before the MCP relay's deadline") {
+		t.Fatalf("Decide(allowed call, log unreachable) = %+v, %v; want a deny for log_unavailable", d, err)
+	}
+	if d, err := g.Decide(t.Context(), bash(g, "t2", "rm -rf /")); err != nil || d.Reason == gate.ReasonLogUnavailable {
+		t.Fatalf("Decide(denied call) = %+v, %v; want the policy's deny", d, err)
+	}
+	pl := payloads(t, g)
+	if len(pl) != 3 || pl[0].Decision != policy.Allow || pl[1].Reason != gate.ReasonLogUnavailable || len(pl[1].PolicyIDs) != 0 {
+		t.Fatalf("chain %+v, want the allow, its refusal, the deny", pl)
+	}
+}

@@ -172,6 +172,10 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 	}
 	g := &gate.Gate{Store: opts.Store, Key: key, Home: opts.Home}
 	g.Engine, g.PolicyErr = prep.Policy(ctx)
+	// A configuration that cannot be read cannot say the strict mode is
+	// off: an allow then waits for the log, which fails closed.
+	cfg, cfgErr := prep.Config(ctx)
+	g.RequireLog = cfg.RequireLog || cfgErr != nil
 	if ctx.Err() != nil {
 		return block("gate error: internal deadline exceeded loading the policy; the call is blocked")
 	}
@@ -184,11 +188,6 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 	}
 	if err != nil {
 		return block("gate error: %v; the call is blocked", err)
-	}
-	if d.Decision.Decision != policy.Deny {
-		if a, refused := requireLog(ctx, opts, prep, g, ev.Call(opts.Start), d); refused {
-			return a
-		}
 	}
 	opts.Logger.Info("hook pre", "session", ev.SessionID, "sequence", d.Sequence, "tool", ev.ToolName,
 		"decision", d.Decision.Decision, "reason", d.Reason, "latency", time.Since(opts.Start))
@@ -207,41 +206,6 @@ func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
 }
 
 // askAnswer is Claude Code's PreToolUse answer that asks the user.
-// logMargin is the part of the pre hook's deadline kept, in the strict
-// mode, for signing the deny when the log does not answer in time.
-const logMargin = time.Second
-
-// requireLog is the strict mode (store.Config.RequireLog): the allow (or
-// ask) decision d is answered only once it is in the log with a verified
-// proof and the witness quorum. When that cannot be had before the hook's
-// deadline, a deny (log_unavailable) is signed and the call is blocked.
-func requireLog(ctx context.Context, opts Options, prep *gate.Prepared, g *gate.Gate, c gate.Call, d gate.Decision) (answer, bool) {
-	cfg, err := prep.Config(ctx)
-	if err != nil {
-		return block("gate error: %v; the call is blocked", err), true
-	}
-	if !cfg.RequireLog {
-		return answer{}, false
-	}
-	pctx := ctx
-	if dl, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		pctx, cancel = context.WithDeadline(ctx, dl.Add(-logMargin))
-		defer cancel()
-	}
-	err = opts.Store.Publish(pctx, c.SessionID, d.Sequence, d.Receipt, store.SyncOptions{
-		MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second, Logger: opts.Logger})
-	if err == nil {
-		return answer{}, false
-	}
-	msg := fmt.Sprintf("the log could not record the allow decision before the hook's deadline: %v", err)
-	c.Refusal = &policy.Decision{Decision: policy.Deny, Reason: gate.ReasonLogUnavailable, Message: msg, PolicyIDs: d.PolicyIDs}
-	if _, rerr := g.Decide(ctx, c); rerr != nil {
-		return block("gate error: %v; recording the refusal: %v; the call is blocked", msg, rerr), true
-	}
-	return block("denied: %s [%s]", msg, gate.ReasonLogUnavailable), true
-}
-
 func askAnswer(d policy.Decision) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"hookSpecificOutput": map[string]any{

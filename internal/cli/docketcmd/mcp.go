@@ -102,9 +102,15 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	// A policy that does not load denies every call (signed, with the
 	// reason), so the client sees why.
 	eng, perr := prep.Policy(ctx)
+	scfg, err := prep.Config(ctx)
+	if err != nil {
+		errorf(stderr, "mcp: %v", err)
+		return 2
+	}
 	home, _ := os.UserHomeDir()
 	cfg := mcp.Config{
-		Gate:         &gate.Gate{Store: st, Engine: eng, PolicyErr: perr, Key: key, Home: home},
+		Gate: &gate.Gate{Store: st, Engine: eng, PolicyErr: perr, Key: key, Home: home,
+			RequireLog: scfg.RequireLog, Caller: "MCP relay"},
 		Server:       *name,
 		Command:      argv,
 		SessionID:    *session,
