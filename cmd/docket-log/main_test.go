@@ -210,6 +210,29 @@ func mustPost(t testing.TB, u string, body []byte, hdr ...string) response {
 	return r
 }
 
+// postProved posts leaf to url() until the log answers with a proof,
+// retrying while it is down or busy as docket sync does, and returns the
+// verified proof; false after reporting any other answer as an error.
+func postProved(t *testing.T, url func() string, leaf []byte, pv *c2sp.ProofVerifier) (*c2sp.VerifiedProof, bool) {
+	for {
+		r, err := post(t, url(), leaf)
+		if err != nil || r.status == 503 {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if r.status != 200 {
+			t.Errorf("POST /add = %d %s", r.status, r.body)
+			return nil, false
+		}
+		vp, err := pv.Verify(leaf, r.body)
+		if err != nil {
+			t.Errorf("Verify = %v", err)
+			return nil, false
+		}
+		return vp, true
+	}
+}
+
 func get(t *testing.T, u string, hdr ...string) response {
 	t.Helper()
 	req, _ := http.NewRequest("GET", u, nil)
@@ -489,36 +512,23 @@ func TestCrash(t *testing.T) {
 		wg.Go(func() {
 			for i := range perClient {
 				leaf := is.entry(t, fmt.Sprintf("crash-%d", c), int64(i+1))
-				for {
-					r, err := post(t, cur(), leaf)
-					if err != nil || r.status == 503 {
-						time.Sleep(20 * time.Millisecond) // down or busy: retry, as docket sync does
-						continue
-					}
-					if r.status != 200 {
-						t.Errorf("POST /add = %d %s", r.status, r.body)
-						return
-					}
-					vp, err := pv.Verify(leaf, r.body)
-					if err != nil {
-						t.Errorf("Verify = %v", err)
-						return
-					}
-					mu.Lock()
-					indices[vp.Index]++
-					proved++
-					select {
-					case <-killed:
-					default:
-						lastCP = vp.Checkpoint
-						if proved == clients*perClient/3 {
-							p.cmd.Process.Kill() // SIGKILL mid-load
-							close(killed)
-						}
-					}
-					mu.Unlock()
-					break
+				vp, ok := postProved(t, cur, leaf, pv)
+				if !ok {
+					return
 				}
+				mu.Lock()
+				indices[vp.Index]++
+				proved++
+				select {
+				case <-killed:
+				default:
+					lastCP = vp.Checkpoint
+					if proved == clients*perClient/3 {
+						p.cmd.Process.Kill() // SIGKILL mid-load
+						close(killed)
+					}
+				}
+				mu.Unlock()
 			}
 		})
 	}

@@ -63,35 +63,26 @@ func TestMySQLWriters(t *testing.T) {
 	// submit posts leaf to u until it is proved, falling back to the
 	// first writer when u is down; it records the index.
 	submit := func(u string, leaf []byte) {
-		for tries := 0; ; tries++ {
-			if tries > 0 {
-				u = a.url
+		tries := 0
+		url := func() string {
+			if tries++; tries > 1 {
+				return a.url
 			}
-			r, err := post(t, u, leaf)
-			if err != nil || r.status == 503 {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			if r.status != 200 {
-				t.Errorf("POST /add = %d %s", r.status, r.body)
-				return
-			}
-			vp, err := pv.Verify(leaf, r.body)
-			if err != nil {
-				t.Errorf("Verify = %v", err)
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if i, ok := acked[string(leaf)]; ok && i != vp.Index {
-				t.Errorf("one entry acknowledged at %d and at %d", i, vp.Index)
-			}
-			acked[string(leaf)] = vp.Index
-			if proved++; proved == workers*perWorker*2/3 {
-				b.cmd.Process.Kill() // SIGKILL mid-load
-				close(killed)
-			}
+			return u
+		}
+		vp, ok := postProved(t, url, leaf, pv)
+		if !ok {
 			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if i, ok := acked[string(leaf)]; ok && i != vp.Index {
+			t.Errorf("one entry acknowledged at %d and at %d", i, vp.Index)
+		}
+		acked[string(leaf)] = vp.Index
+		if proved++; proved == workers*perWorker*2/3 {
+			b.cmd.Process.Kill() // SIGKILL mid-load
+			close(killed)
 		}
 	}
 	var wg sync.WaitGroup
