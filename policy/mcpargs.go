@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -227,7 +228,9 @@ func mcpVerbOf(method string) mcpVerb {
 // are not read: they are prose a server writes for the model. A schema
 // that is not JSON gives nothing; the argument names and values still count.
 func schemaRoles(raw json.RawMessage) map[string]argRole {
-	if len(raw) == 0 {
+	// Most schemas name no format at all: then there is nothing to parse
+	// (a member name spelt with \u escapes is parsed).
+	if !bytes.Contains(raw, []byte(`"format"`)) && !bytes.Contains(raw, []byte(`\u`)) {
 		return nil
 	}
 	var v any

@@ -399,3 +399,11 @@ func TestSchemaRoles(t *testing.T) {
 		}
 	}
 }
+
+func TestSchemaRolesEscapedFormat(t *testing.T) {
+	// "format" spelt with a JSON escape is still the format member.
+	got := schemaRoles(json.RawMessage(`{"properties":{"where":{"\u0066ormat":"uri"}}}`))
+	if got["where"] != roleURL {
+		t.Errorf("schemaRoles(escaped format)[where] = %d, want %d", got["where"], roleURL)
+	}
+}
