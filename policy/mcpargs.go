@@ -535,9 +535,12 @@ func plausiblePath(s string) bool {
 
 // looksLikePath reports whether a value of an argument whose name says
 // nothing is a path anyway: absolute, "~/…", "./…", "../…", a hidden name
-// (".env", ".ssh/id_rsa"), or a relative path through ".." or a hidden
-// component ("src/../../x", "config/.env"). Prose ("hello world"), search
-// patterns and names ("owner/repo") are not.
+// (".env", ".ssh/id_rsa"), a relative path ("certs/server.pem",
+// "src/../../x") or a file name with an extension ("prod.key",
+// "credentials.json"). Prose ("hello world"), words ("todo", "main") and
+// "/" alone are not. A word taken for a path is a file in the project,
+// which the default policy lets a tool read and write unless its name is a
+// secret's: the cost of a false match is small.
 func looksLikePath(s string) bool {
 	if !plausiblePath(s) || strings.ContainsRune(s, '\t') {
 		return false
@@ -549,13 +552,22 @@ func looksLikePath(s string) bool {
 		return strings.Trim(s, "/") != ""
 	case strings.ContainsRune(s, ' '):
 		return false
+	case strings.ContainsRune(s, '/'):
+		return strings.Trim(s, "/") != ""
 	}
-	for _, part := range strings.Split(s, "/") {
-		if part == ".." || len(part) > 1 && part[0] == '.' && (isASCIILetter(part[1]) || part[1] == '_') {
-			return true
+	if len(s) > 1 && s[0] == '.' && (isASCIILetter(s[1]) || s[1] == '_') {
+		return true // a hidden name
+	}
+	ext := filepath.Ext(s)
+	if len(ext) < 2 || len(ext) > 10 || len(ext) == len(s) {
+		return false
+	}
+	for i := 1; i < len(ext); i++ {
+		if c := ext[i]; !isASCIILetter(c) && (c < '0' || c > '9') {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 func isASCIILetter(c byte) bool {

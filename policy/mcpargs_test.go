@@ -93,6 +93,8 @@ func TestDecideMCPFileArguments(t *testing.T) {
 		{"unknown key absolute secret", "mcp__fs__convert", `{"spec":"$HOME/.aws/credentials"}`, "", Deny, "secrets-by-directory", ""},
 		{"unknown key tilde secret", "mcp__fs__summarize", `{"doc":"~/.ssh/id_rsa"}`, "", Deny, "secrets-by-name", ""},
 		{"unknown key hidden name", "mcp__fs__read_note", `{"name":".env"}`, "", Deny, "secrets-by-name", ""},
+		{"unknown key relative pem", "mcp__fs__show", `{"doc":"certs/server.pem"}`, "", Deny, "secrets-by-name", ""},
+		{"unknown key key file name", "mcp__fs__load", `{"item":"prod.key"}`, "", Deny, "secrets-by-name", ""},
 		{"unknown key relative dotdot", "mcp__fs__open_doc", `{"doc":"src/../../.ssh/id_rsa"}`, "", Deny, "secrets-by-name", ""},
 		{"array of unknown values", "mcp__fs__bundle", `{"items":["main.go","./.env"]}`, "", Deny, "secrets-by-name", ""},
 		{"nested edits path", "mcp__fs__apply_edits", `{"edits":[{"path":".claude/settings.json","oldText":"a","newText":"b"}]}`, "", Deny, "protect-docket-and-hooks", ""},
@@ -201,7 +203,9 @@ func TestMCPArgumentRequests(t *testing.T) {
 		{"relative path under a scope", "mcp__fs__read_in", `{"cwd":"/srv","file":"x.txt"}`, "",
 			[]string{`Read File::"/srv"`, `Read File::"$PROJ/x.txt"`, `Read File::"/srv/x.txt"`}},
 		{"payload is not scanned", "mcp__fs__write_file", `{"path":"a","content":"/etc/passwd","old_str":"~/.ssh"}`, "", []string{`Write File::"$PROJ/a"`}},
-		{"prose is not a path", "mcp__fs__frob", `{"x":"hello world","y":"owner/repo","z":"*.go","w":"/"}`, "", nil},
+		{"prose is not a path", "mcp__fs__frob", `{"x":"hello world","y":"todo","z":"see main.go","w":"/"}`, "", nil},
+		{"relative paths by value", "mcp__fs__show", `{"doc":"certs/server.pem","name":"notes.md"}`, "",
+			[]string{`Read File::"$PROJ/certs/server.pem"`, `Read File::"$PROJ/notes.md"`}},
 		{"schema format", "mcp__fs__frob", `{"spec":"notes.txt"}`, `{"properties":{"spec":{"anyOf":[{"type":"string","format":"file-path"},{"type":"null"}]}}}`,
 			[]string{`Write File::"$PROJ/notes.txt"`}},
 	}
@@ -341,10 +345,11 @@ func TestLooksLikePath(t *testing.T) {
 	}{
 		{"/etc/passwd", true}, {"~/.ssh/id_rsa", true}, {"~", true}, {"./x", true}, {"../x", true},
 		{".env", true}, {".ssh/config", true}, {"config/.env", true}, {"src/../../x", true},
-		{"/Users/me/My Documents/x", true},
-		{"hello world", false}, {"owner/repo", false}, {"*.go", false}, {"/", false}, {"//", false},
-		{"main", false}, {".5", false}, {"...", false}, {"~root/x", false}, {"a\nb/.env", false},
-		{"", false}, {"the .env file", false},
+		{"/Users/me/My Documents/x", true}, {"certs/server.pem", true}, {"owner/repo", true},
+		{"prod.key", true}, {"credentials.json", true}, {"*.pem", true},
+		{"hello world", false}, {"/", false}, {"//", false}, {"main", false}, {".5", false},
+		{"...", false}, {"~root/x", false}, {"a\nb/.env", false}, {"", false}, {"the .env file", false},
+		{"todo", false}, {"x.", false}, {"a.b-c", false}, {"see main.go", false},
 	}
 	for _, tt := range tests {
 		if got := looksLikePath(tt.s); got != tt.want {
