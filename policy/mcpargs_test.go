@@ -88,6 +88,8 @@ func TestDecideMCPFileArguments(t *testing.T) {
 		{"move docket state away", "mcp__fs__move_file", `{"source":".docket","destination":"old-state"}`, fsMoveSchema, Deny, "protect-docket-and-hooks", ""},
 		{"move the project away", "mcp__fs__move_file", `{"source":".","destination":"/tmp/stolen"}`, fsMoveSchema, Deny, "files-project-root", ""},
 		{"delete the project", "mcp__fs__delete_directory", `{"path":"$PROJ"}`, "", Deny, "files-project-root", ""},
+		{"archive docket state", "mcp__fs__zip_directory", `{"source":".docket","output":"state.zip"}`, "", Deny, "protect-docket-and-hooks-bulk-read", ""},
+		{"copy claude dir", "mcp__fs__copy_directory", `{"src":".claude","dst":"backup"}`, "", Deny, "protect-docket-and-hooks-bulk-read", ""},
 		{"copy key out", "mcp__fs__copy_file", `{"src":"~/.ssh/id_rsa","dst":"key.txt"}`, "", Deny, "secrets-by-name", ""},
 		// Paths by value, in any argument, at any depth.
 		{"unknown key absolute secret", "mcp__fs__convert", `{"spec":"$HOME/.aws/credentials"}`, "", Deny, "secrets-by-directory", ""},
