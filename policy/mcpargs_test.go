@@ -414,3 +414,41 @@ func TestSchemaRolesEscapedFormat(t *testing.T) {
 		t.Errorf("schemaRoles(escaped format)[where] = %d, want %d", got["where"], roleURL)
 	}
 }
+
+// TestMCPPolicyRecipes checks the policy edits docs/mcp.md suggests for
+// servers that work outside the project or on the web.
+func TestMCPPolicyRecipes(t *testing.T) {
+	f := newFixture(t)
+	src := string(Default)
+	for _, r := range [][2]string{
+		{`unless { action in [Action::"mcp__ide"]`, `unless { action in [Action::"mcp__ide", Action::"mcp__notes", Action::"mcp__playwright"]`},
+		{`unless { resource.in_project || resource == File::"/dev/null" };`, `unless { resource.in_project || resource in Directory::"~/notes" || resource == File::"/dev/null" };`},
+	} {
+		if !strings.Contains(src, r[0]) {
+			t.Fatalf("the default policy has no %q", r[0])
+		}
+		src = strings.Replace(src, r[0], r[1], 1)
+	}
+	src += "\n@id(\"playwright-browses\")\npermit (principal, action == Action::\"WebFetch\", resource)\nwhen { context.tool like \"mcp__playwright__*\" };\n"
+	e, err := Load(File{Name: DefaultName, Data: []byte(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, tool, input, want string
+	}{
+		{"notes server reads its directory", "mcp__notes__read_note", `{"path":"~/notes/todo.md"}`, Allow},
+		{"notes server still cannot read keys", "mcp__notes__read_note", `{"path":"~/.ssh/id_rsa"}`, Deny},
+		{"notes server writes there still denied", "mcp__notes__write_note", `{"path":"~/notes/todo.md"}`, Deny},
+		{"playwright browses", "mcp__playwright__browser_navigate", `{"url":"https://example.com/"}`, Allow},
+		{"others do not", "mcp__notes__read_note", `{"path":"todo.md","source":"https://example.com/"}`, Deny},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := e.Decide(t.Context(), f.call(tt.tool, tt.input))
+			if d.Decision != tt.want {
+				t.Errorf("Decide(%s %s) = %s %s %q, want %s", tt.tool, tt.input, d.Decision, d.Reason, d.Message, tt.want)
+			}
+		})
+	}
+}
