@@ -102,3 +102,36 @@ func BenchmarkLoad20(b *testing.B) {
 		}
 	}
 }
+
+func benchMCP(b *testing.B, tool, input, schema string) {
+	f := newFixture(b)
+	e := trustedEngine(b)
+	c := f.call(tool, input)
+	c.MCP = &MCPContext{ServerCommand: "node server-filesystem " + f.proj, ServerInfo: "secure-filesystem-server 0.2.0",
+		InputSchema: json.RawMessage(schema)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := e.Decide(b.Context(), c); d.Decision != Allow {
+			b.Fatalf("Decide() = %+v", d)
+		}
+	}
+}
+
+// BenchmarkDecideMCP decides an MCP read_text_file call of a project file,
+// as docket mcp does for a trusted server.
+func BenchmarkDecideMCP(b *testing.B) {
+	benchMCP(b, "mcp__fs__read_text_file", `{"path":"src/main.go"}`, "")
+}
+
+const benchEditInput = `{"path":"main.go","edits":[{"oldText":"package main","newText":"package x"},{"oldText":"a","newText":"b"}],"dryRun":false}`
+
+// BenchmarkDecideMCPEdit decides an MCP edit_file call with two edits.
+func BenchmarkDecideMCPEdit(b *testing.B) {
+	benchMCP(b, "mcp__fs__edit_file", benchEditInput, "")
+}
+
+// BenchmarkDecideMCPEditSchema is BenchmarkDecideMCPEdit with the tool's
+// inputSchema as @modelcontextprotocol/server-filesystem lists it.
+func BenchmarkDecideMCPEditSchema(b *testing.B) {
+	benchMCP(b, "mcp__fs__edit_file", benchEditInput, fsEditSchema)
+}

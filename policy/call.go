@@ -32,11 +32,20 @@ type Call struct {
 // MCPContext is the MCP gate's context for an MCP tool call: the server's
 // identity, whether the tool is high impact, and the result of verifying
 // the call's PIC action proposal. It becomes McpCtx attributes.
+//
+// The arguments of every MCP tool call (with or without an MCPContext) that
+// name files or URLs also become Read, Write and WebFetch requests, so the
+// file and network rules hold for MCP tools as for the agents' own; the
+// schema, when known, adds the arguments whose format says they are URLs
+// or paths (see docs/mcp.md).
 type MCPContext struct {
 	ServerCommand string // the server's command line as run
 	ServerInfo    string // "name version" from the server's serverInfo, "" until known
 	HighImpact    bool   // the configuration names the tool as high impact
 	PIC           PICContext
+	// InputSchema is the tool's inputSchema from the server's latest
+	// tools/list; empty when unknown.
+	InputSchema json.RawMessage
 }
 
 // PICContext is the outcome of verifying a PIC proposal (package pic).
@@ -152,13 +161,24 @@ func (x *callEnv) build(c Call) ([]built, error) {
 		agent = "claude"
 	}
 	principal := types.NewEntityUID(agentType, str(agent))
+	server, method, isMCP := splitMCP(name)
 	var in toolInput
+	var args any // an MCP tool's arguments
 	raw := bytes.TrimSpace(c.ToolInput)
 	if len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
 		if raw[0] != '{' {
 			return nil, badInput("tool_input is not a JSON object")
 		}
-		if err := json.Unmarshal(raw, &in); err != nil {
+		// An MCP tool's arguments are the server's: a "path" may be a
+		// list, a "command" an array; only the agents' tools have the
+		// field types of toolInput.
+		var err error
+		if isMCP {
+			err = json.Unmarshal(raw, &args)
+		} else {
+			err = json.Unmarshal(raw, &in)
+		}
+		if err != nil {
 			return nil, badInput("tool_input: %v", oneLine(err.Error()))
 		}
 	}
@@ -325,7 +345,7 @@ func (x *callEnv) build(c Call) ([]built, error) {
 	}
 
 	tool := types.NewEntityUID(toolType, str(name))
-	if server, method, ok := splitMCP(name); ok {
+	if isMCP {
 		input := "{}"
 		if len(raw) > 0 {
 			var buf bytes.Buffer
@@ -356,6 +376,28 @@ func (x *callEnv) build(c Call) ([]built, error) {
 				"trusted_evidence": strSet(m.PIC.Trusted),
 			}),
 		}))
+		// The files and URLs its arguments name, as the agents' own
+		// Read, Write and WebFetch requests.
+		refs, err := x.mcpArgRefs(method, args, m.InputSchema)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range refs {
+			if r.action != "WebFetch" {
+				if err := fileReq(r.action, r.target, false); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			uid, err := x.urlEntity(r.target)
+			if err != nil {
+				return nil, &urlError{fmt.Sprintf("argument %q: %v", r.arg, err)}
+			}
+			add("WebFetch", uid, with(types.RecordMap{"prompt": str("")}))
+		}
+		if tooMany {
+			return nil, badInput("%s: arguments need more than %d policy requests", name, maxRequests)
+		}
 		return out, nil
 	}
 	add(name, tool, with(nil))

@@ -147,9 +147,18 @@ func engineDecider(e *Engine) corpusDecider {
 func runCorpus(t testing.TB, decide corpusDecider) corpusResult {
 	f := corpusFixture(t)
 	var r corpusResult
+	// MCP inputs name absolute paths (file URIs) through $PROJ and $HOME;
+	// in a Bash line they are the shell's.
+	dirs := strings.NewReplacer("$PROJ", f.proj, "$HOME", f.home)
+	input := func(c corpusCall) json.RawMessage {
+		if strings.HasPrefix(c.tool, "mcp__") {
+			return json.RawMessage(dirs.Replace(c.input))
+		}
+		return json.RawMessage(c.input)
+	}
 	for _, c := range readCorpus(t, *attacksFile) {
 		r.attacks++
-		d := decide(t.Context(), f, c.tool, json.RawMessage(c.input))
+		d := decide(t.Context(), f, c.tool, input(c))
 		if d.Decision != Allow {
 			r.blocked++
 			continue
@@ -158,7 +167,7 @@ func runCorpus(t testing.TB, decide corpusDecider) corpusResult {
 	}
 	for _, c := range readCorpus(t, *benignFile) {
 		r.benign++
-		d := decide(t.Context(), f, c.tool, json.RawMessage(c.input))
+		d := decide(t.Context(), f, c.tool, input(c))
 		if d.Decision == Allow {
 			r.allowed++
 			continue

@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -143,5 +145,59 @@ func FuzzDecideTool(f *testing.F) {
 		if !json.Valid([]byte(input)) && len(strings.TrimSpace(input)) > 0 && d.Decision != Deny {
 			t.Fatalf("Decide(%q, invalid JSON %q) = %s", tool, input, d.Decision)
 		}
+	})
+}
+
+// FuzzDecideMCP feeds MCP tool names, arguments and input schemas: the
+// argument walk never panics, an error denies, and an allowed call has a
+// File request for its "path" argument when that is a clean absolute path.
+func FuzzDecideMCP(f *testing.F) {
+	for _, s := range [][3]string{
+		{"read_text_file", `{"path":".env"}`, ""},
+		{"read_multiple_files", `{"paths":["a","/x/../.ssh/id_rsa"]}`, `{"properties":{"paths":{"type":"array","items":{"type":"string"}}}}`},
+		{"move_file", `{"source":"a","destination":"~/.bashrc"}`, ""},
+		{"fetch", `{"url":"https://x@y/"}`, `{"properties":{"url":{"format":"uri"}}}`},
+		{"edit_file", `{"path":"main.go","edits":[{"oldText":"/etc","newText":".env"}]}`, ""},
+		{"frob", `{"a":{"b":[{"cwd":"/tmp","file":"x"}]}}`, `{"properties":{"a":{"$ref":"#"}}}`},
+		{"get", `{"uri":"file://localhost/%2e%2e/etc/shadow"}`, `[`},
+		{"git_add", `{"repo_path":".","files":["."]}`, ""},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	e, err := LoadDefault()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, method, input, schema string) {
+		c := Call{ToolName: "mcp__fs__" + method, ToolInput: json.RawMessage(input), Cwd: fuzzProj, Home: fuzzHome,
+			MCP: &MCPContext{InputSchema: json.RawMessage(schema)}}
+		x, err := newCallEnv(e, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, buildErr := x.build(c) // must not panic
+		d := e.Decide(context.Background(), c)
+		switch {
+		case strings.HasPrefix(d.Message, "internal error"):
+			t.Fatalf("Decide(%q, %q) panicked: %s", method, input, d.Message)
+		case buildErr != nil && d.Decision != Deny:
+			t.Fatalf("Decide(%q, %q) = %s after %v", method, input, d.Decision, buildErr)
+		case d.Decision != Allow:
+			return
+		}
+		var args struct{ Path any }
+		if json.Unmarshal([]byte(input), &args) != nil {
+			return
+		}
+		p, ok := args.Path.(string)
+		if !ok || !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) {
+			return
+		}
+		for _, r := range d.Requests {
+			if r.Resource == fmt.Sprintf("File::%q", p) || r.Resource == fmt.Sprintf("File::%q", filepath.Join(p, "*")) {
+				return
+			}
+		}
+		t.Fatalf("Decide(%q, %q) = allow without a File request for path %q: %v", method, input, p, d.Requests)
 	})
 }

@@ -14,7 +14,10 @@
 //	                                            Action::"Write" / Action::"Read" on File per redirection
 //	                                            and per path operand of known programs
 //	WebFetch                                    Action::"WebFetch" on URL::"<url>" (parents: Domain chain)
-//	mcp__<server>__<tool>                       Action::"mcp__<server>__<tool>" on Tool::"<name>"
+//	mcp__<server>__<tool>                       Action::"mcp__<server>__<tool>" on Tool::"<name>", plus
+//	                                            Action::"Read" / Action::"Write" on File and
+//	                                            Action::"WebFetch" on URL per file or URL its
+//	                                            arguments name (mcpargs.go)
 //	anything else                               Action::"<name>" on Tool::"<name>"
 //
 // Actions are grouped under FileRead, FileWrite, Exec, Network and Mcp, and
