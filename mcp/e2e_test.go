@@ -78,7 +78,10 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	root := t.TempDir()
+	root := filepath.Join(project, "served") // MCP arguments meet the file rules (issue 20)
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(root, "hello.txt"), []byte("hello from the server"), 0o644); err != nil {
 		t.Fatal(err)
 	}
