@@ -1,7 +1,9 @@
 package hook_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -176,26 +178,67 @@ func TestHookEventContradictsCommandLine(t *testing.T) {
 // TestHookMisspelledPostReceipted: a post or session event given to a
 // command line that cannot be read is receipted as what its
 // hook_event_name says (it cannot be blocked, and must not be lost), with a
-// warning, and exit 0: never 1.
+// warning, and exit 0: never 1. Every agent's events, every misspelling
+// but a help request (which prints the usage and exits 2).
 func TestHookMisspelledPostReceipted(t *testing.T) {
 	p := newProject(t)
+	events := []struct{ agent, flag, fixture, hookEvent string }{
+		{"claude-code", "", "claude/session-start.json", "SessionStart"},
+		{"claude-code", "", "claude/session-end.json", "SessionEnd"},
+	}
 	for _, a := range agentEvents {
-		// Its decision first, so that the execution links to it.
+		// Its decision first, so that the first execution links to it.
 		if r := p.run(t, p.fixture(t, a.pre, nil), nil, withAgent([]string{"hook", "pre"}, a.flag)...); r.code != 0 {
 			t.Fatalf("docket hook pre (%s) = exit %d (%s)", a.agent, r.code, r.stderr)
 		}
-		for _, args := range [][]string{{"PostToolUse"}, {"AfterTool"}, {"Post"}, {"post", "extra"}, {"post", "-nope"}, {}} {
-			t.Run(fmt.Sprintf("%s/%q", a.agent, args), func(t *testing.T) {
-				argv := withAgent(append([]string{"hook"}, args...), a.flag)
-				before := p.hookEvents(t)
-				r := p.run(t, p.fixture(t, a.post, nil), nil, argv...)
-				if r.code != 0 || !strings.Contains(r.stderr, "docket: warning:") {
-					t.Fatalf("docket %q < %s = exit %d (stderr %q), want 0 with a warning", argv, a.post, r.code, r.stderr)
+		events = append(events, struct{ agent, flag, fixture, hookEvent string }{a.agent, a.flag, a.post, "PostToolUse"})
+	}
+	for _, ev := range events {
+		for _, args := range misspellings {
+			if slices.Contains(args, "-h") || slices.Contains(args, "-help") {
+				continue
+			}
+			for _, withFlag := range []bool{false, true} {
+				if withFlag && ev.flag == "" {
+					continue
 				}
-				if after := p.hookEvents(t); after[""] != before[""]+1 || after["PostToolUse"] != before["PostToolUse"]+1 {
-					t.Fatalf("docket %q added %d receipts, want 1 (the execution)", argv, after[""]-before[""])
+				argv := append([]string{"hook"}, args...)
+				if withFlag {
+					argv = withAgent(argv, ev.flag)
 				}
-			})
+				t.Run(fmt.Sprintf("%s/%s/%q", ev.agent, ev.hookEvent, argv[1:]), func(t *testing.T) {
+					before := p.hookEvents(t)
+					r := p.run(t, p.fixture(t, ev.fixture, nil), nil, argv...)
+					if r.code != 0 || !strings.Contains(r.stderr, "docket: warning:") {
+						t.Fatalf("docket %q < %s = exit %d (stderr %q), want 0 with a warning", argv, ev.fixture, r.code, r.stderr)
+					}
+					if after := p.hookEvents(t); after[""] != before[""]+1 || after[ev.hookEvent] != before[ev.hookEvent]+1 {
+						t.Fatalf("docket %q added %d receipts, want 1 %s", argv, after[""]-before[""], ev.hookEvent)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestHookWithoutProject: when the project cannot be found (Options.Err),
+// a pre hook blocks and the others warn, exit 0.
+func TestHookWithoutProject(t *testing.T) {
+	p := newProject(t)
+	for _, tt := range []struct {
+		kind  hook.Kind
+		event string
+		code  int
+	}{
+		{hook.Pre, "claude/pre-bash.json", 2},
+		{hook.Post, "claude/post-bash.json", 0},
+		{hook.SessionStart, "claude/session-start.json", 0},
+	} {
+		var stdout, stderr strings.Builder
+		code := hook.Run(t.Context(), hook.Options{Kind: tt.kind, Err: errors.New("finding the project directory: gone")},
+			bytes.NewReader(p.fixture(t, tt.event, nil)), &stdout, &stderr)
+		if code != tt.code || !strings.Contains(stderr.String(), "finding the project directory: gone") {
+			t.Errorf("Run(%s, no project) = %d, %q; want %d and the cause", tt.kind, code, stderr.String(), tt.code)
 		}
 	}
 }

@@ -345,6 +345,9 @@ func runRecord(opts Options, in input, warning string, stdout, stderr io.Writer)
 // later hook, and returns the warning that says where.
 func (opts Options) spool(data []byte, err error) string {
 	opts.Logger.Warn("hook event spooled", "hook", string(opts.Kind), "err", err)
+	if opts.Store == nil {
+		return fmt.Sprintf("%s event not receipted and not spooled (%v): no project", opts.Kind, err)
+	}
 	name, serr := opts.Store.Spool(string(opts.Agent), string(opts.Kind), data)
 	if serr != nil {
 		return fmt.Sprintf("%s event not receipted (%v) and could not be spooled: %v", opts.Kind, err, serr)
