@@ -148,6 +148,15 @@ func inputErrorf(format string, args ...any) error {
 // tool events without a session, tool name or tool_input object. Relative
 // or missing cwd is resolved against dir.
 func ParseEvent(agent Agent, kind Kind, data []byte, dir string) (*Event, error) {
+	m, err := decodeInput(data)
+	if err != nil {
+		return nil, err
+	}
+	return eventOf(agent, kind, m, dir)
+}
+
+// decodeInput parses hook input strictly into one JSON object.
+func decodeInput(data []byte) (map[string]any, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, inputErrorf("empty hook input on stdin")
 	}
@@ -158,6 +167,11 @@ func ParseEvent(agent Agent, kind Kind, data []byte, dir string) (*Event, error)
 	if err != nil {
 		return nil, inputErrorf("malformed hook input: %v", err)
 	}
+	return m, nil
+}
+
+// eventOf is ParseEvent for input decodeInput parsed.
+func eventOf(agent Agent, kind Kind, m map[string]any, dir string) (*Event, error) {
 	ev := &Event{Agent: agent, Kind: kind}
 	var name string
 	for _, f := range []struct {

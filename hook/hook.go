@@ -17,9 +17,17 @@
 // tool run. So the pre hook fails closed: every failure — empty, oversized or
 // malformed input, a missing or broken policy, a missing key, a receipt that
 // cannot be recorded, the internal deadline, a panic — ends in exit 2 with a
-// one-line reason on stderr. The post and session hooks cannot block: their
-// failures never exit 2; the event is kept in .docket/spool, a warning is
-// printed (exit 1), and the next successful hook receipts it.
+// one-line reason on stderr. So does every command line that cannot be
+// read (a misspelt or miscased kind, an agent's event name, extra
+// arguments, an unknown flag) unless the event names itself a post or
+// session event, and every event whose hook_event_name contradicts the
+// command line in a way that involves a pre-tool event ([ParseInvocation],
+// dispatch). The post and session hooks cannot block: they always exit 0;
+// an event that could not be receipted is kept in .docket/spool, and the
+// warning is both a line on stderr and a systemMessage on stdout, which
+// all three agents show the user (exit 1 would be shown by Codex only as
+// "hook exited with code 1", and exit 2 makes Gemini CLI replace the tool's
+// result with "Tool result blocked").
 //
 // The hooks never wait on the network: receipts are appended to the local
 // store, and when a log is configured a detached `docket sync` submits them.
@@ -46,25 +54,37 @@ import (
 // times a hook out lets the call run.
 const DefaultDeadline = 10 * time.Second
 
-// Exit codes of `docket hook`.
+// Exit codes of `docket hook`. It never exits 1: every agent reads 1 from a
+// pre hook as "run the call".
 const (
-	ExitOK      = 0 // pre: allowed (or the user is asked); others: receipted
-	ExitWarning = 1 // post, post-failure, session-*: event spooled, not yet receipted
-	ExitBlock   = 2 // pre: denied, or the gate failed (fail closed)
+	ExitOK    = 0 // pre: allowed (or the user is asked); post and session hooks: always
+	ExitBlock = 2 // pre: denied, or the gate failed (fail closed); any hook that cannot tell its event is not a pre-tool one
 )
 
 // Options configure one hook run.
 type Options struct {
 	// Store is the project's .docket store.
 	Store *store.Store
+	// Err, if set, is a failure before Run that left no Store (finding the
+	// project): a pre hook blocks with it, the others warn.
+	Err error
+	// Agent is the agent whose protocol is spoken; "" lets the event's
+	// hook_event_name say (Claude Code unless it is another agent's event).
 	Agent Agent
-	Kind  Kind
+	// Kind is the hook the command line asked for.
+	Kind Kind
+	// ArgsErr is what was wrong with the command line (Invocation.Err);
+	// Kind and Agent then hold what could be read of it, and the event is
+	// dispatched: a post or session event named by its hook_event_name is
+	// receipted as that, with a warning; anything else is blocked.
+	ArgsErr error
 	// Home is the user's home directory, for "~" in policies.
 	Home string
 	// Start is when the hook process started; hook_latency_ms is measured
 	// from it. Zero means when Run was called.
 	Start time.Time
-	// Deadline bounds the pre hook; zero means DefaultDeadline.
+	// Deadline bounds reading the event, and the whole of a pre hook; zero
+	// means DefaultDeadline.
 	Deadline time.Duration
 	// Logger receives at most one line per run, never tool arguments or
 	// keys. Nil discards.
@@ -81,9 +101,12 @@ type Options struct {
 	Fault func(point string)
 }
 
-// Run runs one hook: it reads the agent's event from stdin, answers on
-// stdout and stderr as the agent's protocol wants, and returns the exit
-// code. For Pre, every failure returns ExitBlock.
+// Run runs one hook: it reads the agent's event from stdin, dispatches it
+// (the command line's kind, checked against the event's hook_event_name),
+// answers on stdout and stderr as the agent's protocol wants, and returns
+// the exit code. A pre hook returns ExitBlock on every failure; so does
+// every invocation whose event may be a pre-tool one but cannot be decided
+// as one. Post and session hooks return ExitOK.
 func Run(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr io.Writer) int {
 	if opts.Start.IsZero() {
 		opts.Start = time.Now()
@@ -91,10 +114,59 @@ func Run(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr io.W
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Kind == Pre {
-		return runPre(ctx, opts, stdin, stdout, stderr)
+	deadline := opts.Deadline
+	if deadline <= 0 {
+		deadline = DefaultDeadline
 	}
-	return runRecord(opts, stdin, stderr)
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	var in input
+	in.data, in.err = readInput(ctx, stdin)
+	if in.err == nil {
+		in.event, in.err = decodeInput(in.data)
+	}
+	name, _ := in.event["hook_event_name"].(string)
+	r := dispatch(Invocation{Kind: opts.Kind, Agent: opts.Agent, Err: opts.ArgsErr}, name)
+	if r.Block != "" {
+		opts.Logger.Warn("hook blocked", "kind", string(opts.Kind), "event", name, "err", r.Block)
+		fmt.Fprintf(stderr, "docket: %s\n", oneLine(r.Block))
+		return ExitBlock
+	}
+	opts.Kind, opts.Agent = r.Kind, r.Agent
+	if opts.Kind == Pre {
+		return runPre(ctx, deadline, opts, in, stdout, stderr)
+	}
+	return runRecord(opts, in, r.Warning, stdout, stderr)
+}
+
+// input is the event a hook read: its bytes and, once parsed, its members.
+type input struct {
+	data  []byte
+	event map[string]any
+	err   error // reading or parsing failed
+}
+
+// readInput reads the event from stdin, up to one byte more than MaxInput,
+// until ctx is done.
+func readInput(ctx context.Context, stdin io.Reader) ([]byte, error) {
+	type read struct {
+		data []byte
+		err  error
+	}
+	c := make(chan read, 1)
+	go func() {
+		data, err := io.ReadAll(io.LimitReader(stdin, MaxInput+1))
+		c <- read{data, err}
+	}()
+	select {
+	case r := <-c:
+		if r.err != nil {
+			return r.data, fmt.Errorf("reading hook input: %w", r.err)
+		}
+		return r.data, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("reading hook input: %w", context.Cause(ctx))
+	}
 }
 
 // answer is what the pre hook tells the agent.
@@ -108,15 +180,9 @@ func block(format string, args ...any) answer {
 	return answer{code: ExitBlock, msg: fmt.Sprintf(format, args...)}
 }
 
-// runPre is the fail-closed wrapper around pre: a deadline, a recovered
-// panic and every error become exit 2 with one line on stderr.
-func runPre(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr io.Writer) int {
-	deadline := opts.Deadline
-	if deadline <= 0 {
-		deadline = DefaultDeadline
-	}
-	ctx, cancel := context.WithTimeout(ctx, deadline)
-	defer cancel()
+// runPre is the fail-closed wrapper around pre: the deadline (ctx's), a
+// recovered panic and every error become exit 2 with one line on stderr.
+func runPre(ctx context.Context, deadline time.Duration, opts Options, in input, stdout, stderr io.Writer) int {
 	done := make(chan answer, 1)
 	go func() {
 		defer func() {
@@ -124,7 +190,7 @@ func runPre(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr i
 				done <- block("gate error: internal error (panic: %.200v); the call is blocked", r)
 			}
 		}()
-		done <- pre(ctx, opts, stdin)
+		done <- pre(ctx, opts, in)
 	}()
 	var a answer
 	select {
@@ -148,18 +214,21 @@ func runPre(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr i
 }
 
 // pre decides one call, signs the decision into the chain and answers.
-func pre(ctx context.Context, opts Options, stdin io.Reader) answer {
+func pre(ctx context.Context, opts Options, in input) answer {
+	if opts.Err != nil {
+		return block("gate error: %v; the call is blocked", opts.Err)
+	}
 	// Loading the policy (parsing Cedar) and the key are the slow steps:
-	// they overlap reading and parsing the event.
+	// the command line started them (Options.Prepared) before the event
+	// was read and parsed.
 	prep := opts.Prepared
 	if prep == nil || prep.Store() != opts.Store {
 		prep = gate.Prepare(opts.Store)
 	}
-	data, err := io.ReadAll(io.LimitReader(stdin, MaxInput+1))
-	if err != nil {
-		return block("gate error: reading hook input: %v; the call is blocked", err)
+	if in.err != nil {
+		return block("gate error: %v; the call is blocked", in.err)
 	}
-	ev, err := ParseEvent(opts.Agent, Pre, data, opts.Store.Project)
+	ev, err := eventOf(opts.Agent, Pre, in.event, opts.Store.Project)
 	if err != nil {
 		return block("gate error: %v; the call is blocked", err)
 	}
@@ -229,30 +298,42 @@ func oneLine(s string) string {
 }
 
 // runRecord runs a hook that cannot block (post, post-failure, session-*):
-// it receipts the event, or spools it and warns.
-func runRecord(opts Options, stdin io.Reader, stderr io.Writer) int {
-	data, err := io.ReadAll(io.LimitReader(stdin, MaxInput+1))
-	if err == nil {
-		err = record(opts, data)
+// it receipts the event, or spools it, and exits 0 either way. Warnings
+// (warning, from dispatch, and whatever goes wrong) are given as one line on
+// stderr and as the systemMessage of a JSON answer on stdout, the form
+// Claude Code, Gemini CLI and Codex all show the user.
+func runRecord(opts Options, in input, warning string, stdout, stderr io.Writer) (code int) {
+	var warns []string
+	if warning != "" {
+		warns = append(warns, warning)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			warns = append(warns, opts.spool(in.data, fmt.Errorf("internal error (panic: %.200v)", r)))
+		}
+		warn(stdout, stderr, warns)
+		code = ExitOK
+	}()
+	err := in.err
+	switch {
+	case opts.Err != nil:
+		warns = append(warns, fmt.Sprintf("%s event not receipted and not spooled: %v", opts.Kind, opts.Err))
+		return ExitOK
+	case err == nil:
+		err = record(opts, in.event)
 	}
 	if err != nil {
-		name, serr := opts.Store.Spool(string(opts.Agent), string(opts.Kind), data)
-		if serr != nil {
-			fmt.Fprintf(stderr, "docket: warning: %s event not receipted (%v) and could not be spooled: %v\n", opts.Kind, oneLine(err.Error()), serr)
-		} else {
-			fmt.Fprintf(stderr, "docket: warning: %s event not receipted (%v); kept in %s\n", opts.Kind, oneLine(err.Error()), name)
-		}
-		opts.Logger.Warn("hook event spooled", "hook", string(opts.Kind), "err", err)
-		return ExitWarning
+		warns = append(warns, opts.spool(in.data, err))
+		return ExitOK
 	}
 	if n, err := opts.Store.DrainSpool(maxDrain, opts.receiptSpooled); err != nil {
-		fmt.Fprintf(stderr, "docket: warning: spooled events: %v\n", oneLine(err.Error()))
+		warns = append(warns, fmt.Sprintf("spooled events: %v", err))
 	} else if n > 0 {
 		opts.Logger.Info("spooled events receipted", "count", n)
 	}
 	if opts.StartSync != nil {
 		if cfg, err := opts.Store.LoadConfig(); err != nil {
-			fmt.Fprintf(stderr, "docket: warning: %v\n", oneLine(err.Error()))
+			warns = append(warns, err.Error())
 		} else if cfg.HasLog() {
 			opts.StartSync(opts.Store)
 		}
@@ -260,9 +341,35 @@ func runRecord(opts Options, stdin io.Reader, stderr io.Writer) int {
 	return ExitOK
 }
 
+// spool keeps an event that could not be receipted (because of err) for a
+// later hook, and returns the warning that says where.
+func (opts Options) spool(data []byte, err error) string {
+	opts.Logger.Warn("hook event spooled", "hook", string(opts.Kind), "err", err)
+	if opts.Store == nil {
+		return fmt.Sprintf("%s event not receipted and not spooled (%v): no project", opts.Kind, err)
+	}
+	name, serr := opts.Store.Spool(string(opts.Agent), string(opts.Kind), data)
+	if serr != nil {
+		return fmt.Sprintf("%s event not receipted (%v) and could not be spooled: %v", opts.Kind, err, serr)
+	}
+	return fmt.Sprintf("%s event not receipted (%v); kept in %s", opts.Kind, err, name)
+}
+
+// warn gives warnings as one line on stderr and as the systemMessage of a
+// JSON answer on stdout.
+func warn(stdout, stderr io.Writer, warns []string) {
+	if len(warns) == 0 {
+		return
+	}
+	msg := oneLine("docket: warning: " + strings.Join(warns, "; "))
+	fmt.Fprintln(stderr, msg)
+	b, _ := json.Marshal(map[string]string{"systemMessage": msg})
+	stdout.Write(append(b, '\n'))
+}
+
 // record signs the execution or lifecycle receipt of one event.
-func record(opts Options, data []byte) error {
-	ev, err := ParseEvent(opts.Agent, opts.Kind, data, opts.Store.Project)
+func record(opts Options, event map[string]any) error {
+	ev, err := eventOf(opts.Agent, opts.Kind, event, opts.Store.Project)
 	if err != nil {
 		return err
 	}
@@ -312,7 +419,10 @@ func (opts Options) receiptSpooled(ev store.SpooledEvent) error {
 		return store.ErrSpoolSkip
 	}
 	opts.Agent, opts.Kind = agent, kind
-	err := record(opts, ev.Data)
+	event, err := decodeInput(ev.Data)
+	if err == nil {
+		err = record(opts, event)
+	}
 	if ie := (*InputError)(nil); errors.As(err, &ie) {
 		return fmt.Errorf("%w: %w", store.ErrSpoolReject, err)
 	}

@@ -1,6 +1,7 @@
 package pic
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -8,7 +9,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,16 +16,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketlog/docket/internal/safefile"
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 )
 
 // verifyEvidence verifies one evidence entry and reports whether it makes
 // the provenance of the same id trusted (signature evidence does, hash
 // evidence proves integrity only, as in PIC 0.9).
-func verifyEvidence(ev evidence, p *proposal, o Options, l Limits) (bool, error) {
+func verifyEvidence(ctx context.Context, ev evidence, p *proposal, o Options, l Limits) (bool, error) {
 	switch ev.typ {
 	case "hash":
-		data, err := readEvidence(o.EvidenceRoot, ev.ref, l.MaxFileBytes)
+		data, err := readEvidence(ctx, o.EvidenceRoot, ev.ref, l.MaxFileBytes)
 		if err != nil {
 			return false, err
 		}
@@ -41,9 +43,11 @@ func verifyEvidence(ev evidence, p *proposal, o Options, l Limits) (bool, error)
 }
 
 // readEvidence reads a file:// reference inside root. The path is resolved
-// relative to root (an absolute path must lie inside it) and opened through
-// an os.Root, so neither ".." nor a symlink can leave the root.
-func readEvidence(root, ref string, max int64) ([]byte, error) {
+// relative to root (an absolute path must lie inside it) and read through
+// an os.Root, so neither ".." nor a symlink can leave the root; only a
+// regular file of at most max bytes is read, its open cannot block (a
+// FIFO), and the read ends when ctx (the verification's budget) does.
+func readEvidence(ctx context.Context, root, ref string, max int64) ([]byte, error) {
 	if root == "" {
 		return nil, errors.New("no evidence root is configured: file evidence cannot be verified")
 	}
@@ -87,27 +91,9 @@ func readEvidence(root, ref string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("evidence root: %w", err)
 	}
 	defer r.Close()
-	f, err := r.Open(rel)
+	data, err := safefile.ReadIn(ctx, r, rel, max)
 	if err != nil {
 		return nil, fmt.Errorf("evidence file: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", ref)
-	}
-	if st.Size() > max {
-		return nil, fmt.Errorf("evidence file is %d bytes, limit %d", st.Size(), max)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("evidence file is over %d bytes", max)
 	}
 	return data, nil
 }
@@ -129,8 +115,21 @@ func verifySignature(ev evidence, p *proposal, o Options, l Limits) error {
 	}
 	msg := []byte(ev.payload)
 	var att map[string]any
-	if v, err := receipts.Parse(msg); err == nil {
+	v, err := receipts.Parse(msg)
+	if err == nil {
+		// A JSON payload with members that differ only in case is
+		// refused, as anywhere in a proposal, and so is an attestation
+		// version named in another case: it would make an attestation
+		// a legacy payload, bound to nothing.
+		if err = strictjson.CheckFold(v); err != nil {
+			return fmt.Errorf("payload: %v", err)
+		}
 		if m, ok := v.(map[string]any); ok {
+			for k := range m {
+				if strings.EqualFold(k, "attestation_version") && k != "attestation_version" {
+					return fmt.Errorf("payload member %q is not attestation_version", k)
+				}
+			}
 			if _, ok := m["attestation_version"]; ok {
 				att = m
 			}
@@ -181,7 +180,7 @@ func verifySignature(ev evidence, p *proposal, o Options, l Limits) error {
 // still names an attestation_version.
 func looksLikeAttestation(b []byte) bool {
 	s := strings.TrimSpace(string(b))
-	return strings.HasPrefix(s, "{") && strings.Contains(s, `"attestation_version"`)
+	return strings.HasPrefix(s, "{") && strings.Contains(strings.ToLower(s), `attestation_version`)
 }
 
 // bindAttestation checks a verified attestation against the proposal.

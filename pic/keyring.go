@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -31,6 +32,9 @@ type keyringEntry struct {
 // ParseKeyring parses a PIC keyring (strictly, see receipts.Parse).
 func ParseKeyring(data []byte) (*Keyring, error) {
 	m, err := receipts.ParseObject(data)
+	if err == nil {
+		err = strictjson.CheckFold(m)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("keyring: %w", err)
 	}

@@ -30,6 +30,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -154,6 +155,12 @@ func VerifyValue(ctx context.Context, v any, o Options) (*Result, error) {
 		o.Now = time.Now
 	}
 	canon, err := receipts.Canonicalize(v)
+	if err == nil {
+		// Members whose names differ only in case would mean one thing
+		// here and another to a server that decodes without regard to
+		// case.
+		err = strictjson.CheckFold(v)
+	}
 	if err != nil {
 		return nil, fail(CodeSchemaInvalid, "proposal: %v", err)
 	}
@@ -174,7 +181,10 @@ func VerifyValue(ctx context.Context, v any, o Options) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fail(CodeLimitExceeded, "verification exceeded its time budget of %v", l.Budget)
 		}
-		upgrades, err := verifyEvidence(ev, p, o, l)
+		upgrades, err := verifyEvidence(ctx, ev, p, o, l)
+		if ctx.Err() != nil {
+			return nil, fail(CodeLimitExceeded, "verification exceeded its time budget of %v", l.Budget)
+		}
 		if err != nil {
 			return nil, fail(CodeEvidenceFailed, "evidence %q: %v", ev.id, err)
 		}

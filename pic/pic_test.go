@@ -1,6 +1,7 @@
 package pic_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/docketlog/docket/pic"
@@ -143,4 +145,100 @@ func FuzzVerify(f *testing.F) {
 		}
 		_, _ = pic.ParseKeyring(data)
 	})
+}
+
+// TestEvidenceChosenByTheProposer is the attack of issue 20 §5: the
+// proposal names its evidence, so a FIFO (which blocked the open, past the
+// time budget, and every later call of docket mcp with it), a device, a
+// directory, a huge file, or a link out of the root must each be refused at
+// once, and the whole verification must stay within its budget.
+func TestEvidenceChosenByTheProposer(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	root := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"zero": "/dev/zero", "to-fifo": "fifo", "out": filepath.Join(t.TempDir(), "x")} {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(root, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	huge, err := os.Create(filepath.Join(root, "huge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := huge.Truncate(1 << 30); err != nil { // sparse: 1 GiB of zeros
+		t.Fatal(err)
+	}
+	huge.Close()
+	args := map[string]any{"amount": json.Number("500")}
+	for _, tt := range []struct{ ref, reason string }{
+		{"fifo", "not a regular file"},
+		{"to-fifo", "not a regular file"},
+		{"zero", ""}, // a link out of the root
+		{"/dev/zero", "escapes the evidence root"},
+		{"out", ""},
+		{"dir", "not a regular file"},
+		{"huge", "over the size limit"},
+		{filepath.Join(root, "fifo"), "not a regular file"},
+	} {
+		t.Run(tt.ref, func(t *testing.T) {
+			proposal := signedProposal(t, priv, "pay", args, tt.ref, nil)
+			res, err := pic.Verify(t.Context(), proposal, pic.Options{Tool: "pay", Args: args, Keys: keyring(t, pub), EvidenceRoot: root})
+			var pe *pic.Error
+			if !errors.As(err, &pe) || pe.Code != pic.CodeEvidenceFailed || !strings.Contains(pe.Msg, tt.reason) {
+				t.Fatalf("Verify(evidence %s) = %+v, %v; want %s naming %q", tt.ref, res, err, pic.CodeEvidenceFailed, tt.reason)
+			}
+		})
+	}
+	// A budget already spent is reported as such, not as a read error.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := pic.Verify(ctx, signedProposal(t, priv, "pay", args, "huge", nil), pic.Options{Keys: keyring(t, pub), EvidenceRoot: root}); err == nil {
+		t.Fatal("Verify(canceled) = nil error")
+	}
+}
+
+// TestFoldDuplicateMembers: members whose names differ only in case, in the
+// proposal (at any depth) or in an attestation, are refused: a server
+// decoding the arguments without regard to case would see another call.
+func TestFoldDuplicateMembers(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	args := map[string]any{"amount": json.Number("500"), "Amount": json.Number("5")}
+	for _, tt := range []struct {
+		name     string
+		proposal []byte
+	}{
+		{"in action.args", signedProposal(t, priv, "pay", args, "", nil)},
+		{"at the top", []byte(strings.Replace(string(signedProposal(t, priv, "pay", map[string]any{}, "", nil)), `"intent":"pay"`, `"intent":"pay","Intent":"refund"`, 1))},
+		{"kelvin sign", []byte(strings.Replace(string(signedProposal(t, priv, "pay", map[string]any{"k": "1"}, "", nil)), `"k":"1"`, `"k":"1","\u212a":"2"`, 1))},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := pic.Verify(t.Context(), tt.proposal, pic.Options{Keys: keyring(t, pub)})
+			var pe *pic.Error
+			if !errors.As(err, &pe) || pe.Code != pic.CodeSchemaInvalid || !strings.Contains(pe.Msg, "differ only in case") {
+				t.Fatalf("Verify = %+v, %v; want %s (differ only in case)", res, err, pic.CodeSchemaInvalid)
+			}
+		})
+	}
+	// An attestation whose own members differ only in case.
+	att := `{"attestation_version":"PIC-ATT/1.0","tool":"pay","Tool":"refund"}`
+	p := signedProposal(t, priv, "pay", map[string]any{}, "", nil)
+	var m map[string]any
+	if err := json.Unmarshal(p, &m); err != nil {
+		t.Fatal(err)
+	}
+	ev := m["evidence"].([]any)[0].(map[string]any)
+	ev["payload"], ev["signature"] = att, base64.StdEncoding.EncodeToString(ed25519.Sign(priv, []byte(att)))
+	p, _ = json.Marshal(m)
+	var pe *pic.Error
+	if _, err := pic.Verify(t.Context(), p, pic.Options{Keys: keyring(t, pub)}); !errors.As(err, &pe) || pe.Code != pic.CodeEvidenceFailed || !strings.Contains(pe.Msg, "differ only in case") {
+		t.Fatalf("Verify(attestation with Tool and tool) = %v, want %s (differ only in case)", err, pic.CodeEvidenceFailed)
+	}
+	if _, err := pic.ParseKeyring([]byte(`{"trusted_keys":{"k1":"` + base64.StdEncoding.EncodeToString(pub) + `"},"Trusted_Keys":{}}`)); err == nil {
+		t.Fatal("ParseKeyring(trusted_keys and Trusted_Keys) = nil error")
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/audit"
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -279,6 +280,12 @@ func TestRoundTrip(t *testing.T) {
 			o.Chain = session(t, otherKey, digest)
 			o.Keys = &receipts.KeySet{Keys: []receipts.Key{{Public: pub}, {Public: otherKey.Public().(ed25519.PublicKey)}}}
 		}, receipts.Invalid, CauseIssuer},
+		{"last receipt of another trusted issuer", resigned(func(r *Record) { r.ToolTranscript, r.Transparency = nil, "https://example.com/last.tlog-proof" }), func(o *Options) {
+			o.Chain = session(t, otherKey, digest)
+			o.Keys = &receipts.KeySet{Keys: []receipts.Key{{Public: pub}, {Public: otherKey.Public().(ed25519.PublicKey)}}}
+			o.Proofs, o.Proof = &c2sp.ProofVerifier{}, []byte("not checked: the issuer differs")
+		}, receipts.Invalid, CauseIssuer},
+		{"members that differ only in case", bytes.Replace(record, []byte(`"kty"`), []byte(`"KTY": "OKP", "kty"`), 1), nil, receipts.Undecidable, receipts.CauseMalformed},
 		{"malformed", []byte(`{"eat_profile":`), nil, receipts.Undecidable, receipts.CauseMalformed},
 		{"v0.1 profile", bytes.Replace(record, []byte(Profile), []byte(profileV01), 1), nil, receipts.Invalid, CauseProfile},
 	} {
@@ -356,6 +363,7 @@ func FuzzTranscript(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`[{"call_index":1,"tool_name":"é\u2028","started_at":"x","decision":"allow","duration_ms":-1}]`))
+	f.Add([]byte(`[{"call_index":0,"tool_name":"a","Tool_Name":"b","started_at":"x","decision":"allow"}]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		calls, err := ParseTranscript(data)
 		if err != nil {
@@ -374,4 +382,36 @@ func FuzzTranscript(f *testing.F) {
 			t.Fatalf("round trip: %s != %s", once, twice)
 		}
 	})
+}
+
+// TestCaseFoldedMembers: a transcript entry or a receipt payload with a
+// member that differs from another, or from a name it is read by, only in
+// case is refused: a decoder that matches names without regard to case
+// would read another call than the receipts' verifier.
+func TestCaseFoldedMembers(t *testing.T) {
+	for _, tc := range []struct{ name, transcript string }{
+		{"both cases", `[{"call_index":0,"tool_name":"Bash","Tool_Name":"Read","started_at":"x","decision":"allow"}]`},
+		{"another case", `[{"call_index":0,"TOOL_NAME":"Bash","started_at":"x","decision":"allow"}]`},
+		{"kelvin sign", `[{"call_index":0,"tool_name":"Bash","started_at":"x","decision":"allow","\u212aey":1}]`},
+	} {
+		if calls, err := ParseTranscript([]byte(tc.transcript)); err == nil {
+			t.Errorf("ParseTranscript(%s) = %+v, want an error", tc.name, calls)
+		}
+	}
+	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, 32))
+	chain := session(t, key, Digest([]byte("p")))
+	for _, tc := range []struct{ name, from, to string }{
+		{"both cases", `"decision":"deny"`, `"decision":"deny","Decision":"allow"`},
+		{"another case", `"decision":"deny"`, `"Decision":"deny"`},
+		{"envelope", `"payload":`, `"Payload":{},"payload":`},
+	} {
+		edited := append([][]byte(nil), chain...)
+		edited[3] = bytes.Replace(chain[3], []byte(tc.from), []byte(tc.to), 1)
+		if bytes.Equal(edited[3], chain[3]) {
+			t.Fatalf("%s: %s not in %s", tc.name, tc.from, chain[3])
+		}
+		if s, err := ReadSession(edited); err == nil {
+			t.Errorf("ReadSession(%s) = %+v, want an error", tc.name, s.Calls)
+		}
+	}
 }

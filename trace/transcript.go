@@ -1,11 +1,11 @@
 package trace
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -87,15 +87,18 @@ func ReadSession(chain [][]byte) (*Session, error) {
 	byHash := make(map[string]int)
 	for i, r := range chain {
 		obj, err := receipts.ParseObject(r)
+		if err == nil {
+			err = strictjson.CheckFold(obj)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("receipt %d: %w", i+1, err)
 		}
-		raw, err := json.Marshal(obj["payload"])
-		if err != nil {
-			return nil, fmt.Errorf("receipt %d: %w", i+1, err)
+		pm, ok := obj["payload"].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("receipt %d: payload is not an object", i+1)
 		}
 		var p payload
-		if err := json.Unmarshal(raw, &p); err != nil {
+		if err := strictjson.Decode(pm, &p, strictjson.IgnoreUnknown); err != nil {
 			return nil, fmt.Errorf("receipt %d: payload: %w", i+1, err)
 		}
 		hash, err := receipts.Hash(r)
@@ -160,9 +163,13 @@ func MarshalTranscript(calls []Call) ([]byte, error) {
 }
 
 // ParseTranscript parses transcript bytes strictly: a JSON array of calls
-// with no duplicate or unknown members.
+// with no duplicate or unknown members, each named exactly (none that
+// differs from another, or from a known name, only in case).
 func ParseTranscript(data []byte) ([]Call, error) {
 	v, err := receipts.Parse(data)
+	if err == nil {
+		err = strictjson.CheckFold(v)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("transcript: %w", err)
 	}
@@ -172,13 +179,11 @@ func ParseTranscript(data []byte) ([]Call, error) {
 	}
 	calls := make([]Call, len(arr))
 	for i, e := range arr {
-		raw, err := json.Marshal(e)
-		if err != nil {
-			return nil, fmt.Errorf("transcript entry %d: %w", i, err)
+		o, ok := e.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("transcript entry %d: not an object", i)
 		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&calls[i]); err != nil {
+		if err := strictjson.Decode(o, &calls[i], strictjson.DisallowUnknown); err != nil {
 			return nil, fmt.Errorf("transcript entry %d: %w", i, err)
 		}
 	}

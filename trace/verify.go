@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -97,65 +98,73 @@ func (r *Report) add(name string, o receipts.Outcome, cause, format string, args
 // log proof of the chain's last receipt.
 func Verify(data []byte, opts Options) Report {
 	var rep Report
-	rec, ok := verifyRecord(&rep, data, opts)
+	rec, signer, ok := verifyRecord(&rep, data, opts)
 	if !ok {
 		return rep
 	}
 	rep.Record = rec
 	if rec.ToolTranscript != nil {
-		verifyTranscript(&rep, rec, opts)
+		verifyTranscript(&rep, rec, signer, opts)
 	}
 	if opts.Proofs != nil {
-		verifyTransparency(&rep, rec, opts)
+		verifyTransparency(&rep, rec, signer, opts)
 	}
 	return rep
 }
 
-// verifyRecord checks the record itself, and returns it once its signature
-// verified.
-func verifyRecord(rep *Report, data []byte, opts Options) (*Record, bool) {
+// verifyRecord checks the record itself, and returns it and the key its
+// signature verified with (the one trusted key it names), once it did. The
+// record is parsed once, strictly: what the signature covers is what the
+// rest of the verification reads.
+func verifyRecord(rep *Report, data []byte, opts Options) (*Record, ed25519.PublicKey, bool) {
 	const name = "signature"
 	obj, err := receipts.ParseObject(data)
+	if err == nil {
+		// Members whose names differ only in case ("x" and "X" in
+		// cnf.jwk) would mean one key to this verifier and another to
+		// a decoder that matches names without regard to case.
+		err = strictjson.CheckFold(obj)
+	}
 	if err != nil {
 		rep.add(name, receipts.Undecidable, receipts.CauseMalformed, "%v", err)
-		return nil, false
+		return nil, nil, false
 	}
 	switch p, _ := obj["eat_profile"].(string); p {
 	case Profile:
 	case "":
 		rep.add(name, receipts.Undecidable, receipts.CauseUnknownShape, "no eat_profile: not a TRACE record")
-		return nil, false
+		return nil, nil, false
 	case profileV01:
 		rep.add(name, receipts.Invalid, CauseProfile, "superseded profile %s: a trace-v0.2 verifier rejects it (records under v0.1 verify with the v0.1 specification)", p)
-		return nil, false
+		return nil, nil, false
 	default:
 		rep.add(name, receipts.Invalid, CauseProfile, "profile %q is not %s", p, Profile)
-		return nil, false
+		return nil, nil, false
 	}
 	sigText, _ := obj["signature"].(string)
 	if sigText == "" {
 		rep.add(name, receipts.Invalid, CauseUnsigned, "no embedded signature: a record without a verifiable signature binding is not a Trust Record (§3.2.2)")
-		return nil, false
+		return nil, nil, false
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(sigText)
 	if err != nil || len(sig) != ed25519.SignatureSize {
 		rep.add(name, receipts.Invalid, receipts.CauseBadSignature, "signature is not a base64url (unpadded) Ed25519 signature")
-		return nil, false
+		return nil, nil, false
 	}
 	if err := checkSchema(obj); err != nil {
 		rep.add(name, receipts.Invalid, CauseSchema, "%v", err)
-		return nil, false
+		return nil, nil, false
 	}
 	jwk := obj["cnf"].(map[string]any)["jwk"].(map[string]any)
 	if jwk["kty"] != "OKP" || jwk["crv"] != "Ed25519" {
 		rep.add(name, receipts.Undecidable, receipts.CauseUnsupportedAlg, "cnf.jwk is kty %v crv %v; only OKP Ed25519 is supported", jwk["kty"], jwk["crv"])
-		return nil, false
+		return nil, nil, false
 	}
 	x, _ := jwk["x"].(string)
 	pub, err := base64.RawURLEncoding.DecodeString(x)
 	if err != nil || len(pub) != ed25519.PublicKeySize {
 		rep.add(name, receipts.Invalid, CauseSchema, "cnf.jwk.x is not a base64url Ed25519 public key")
-		return nil, false
+		return nil, nil, false
 	}
 	iat, _ := obj["iat"].(json.Number).Int64()
 	issued := time.Unix(iat, 0)
@@ -170,27 +179,27 @@ func verifyRecord(rep *Report, data []byte, opts Options) (*Record, bool) {
 	}
 	if key == nil {
 		rep.add(name, receipts.Undecidable, CauseUntrustedKey, "cnf.jwk (%s) is not a trusted key: a record cannot vouch for itself", receipts.KID(pub))
-		return nil, false
+		return nil, nil, false
 	}
 	if !key.ValidFrom.IsZero() && issued.Before(key.ValidFrom) || !key.ValidUntil.IsZero() && issued.After(key.ValidUntil) {
 		rep.add(name, receipts.Invalid, receipts.CauseKeyOutsideWindow, "iat %s is outside the key's validity window", issued.UTC().Format(time.RFC3339))
-		return nil, false
+		return nil, nil, false
 	}
 	delete(obj, "signature")
 	msg, err := receipts.Canonicalize(obj)
 	if err != nil {
 		rep.add(name, receipts.Undecidable, receipts.CauseMalformed, "%v", err)
-		return nil, false
+		return nil, nil, false
 	}
 	if !ed25519.Verify(pub, msg, sig) {
 		for _, f := range LegacyForms {
 			if b, err := f.Marshal(obj); err == nil && ed25519.Verify(pub, b, sig) {
 				rep.add(name, receipts.Invalid, CauseLegacyCanon, "signed over the bytes of Python %s, the serialization TRACE signers used before trace-spec 1a3a711, not over RFC 8785 (JCS) bytes as trace-v0.2 §3.2.2 requires; re-sign it with a current signer", f.Python)
-				return nil, false
+				return nil, nil, false
 			}
 		}
 		rep.add(name, receipts.Invalid, receipts.CauseBadSignature, "Ed25519 signature over the RFC 8785 bytes of the record does not verify with %s", receipts.KID(pub))
-		return nil, false
+		return nil, nil, false
 	}
 	now := opts.Now
 	if now.IsZero() {
@@ -205,24 +214,25 @@ func verifyRecord(rep *Report, data []byte, opts Options) (*Record, bool) {
 	}
 	if issued.After(now.Add(skew)) {
 		rep.add(name, receipts.Invalid, CauseFuture, "iat %s is later than now plus %v", issued.UTC().Format(time.RFC3339), skew)
-		return nil, false
+		return nil, nil, false
 	}
 	if maxAge > 0 && now.Sub(issued) > maxAge {
 		rep.add(name, receipts.Invalid, CauseStale, "iat %s is older than the maximum age %v (a record of a past session: verify with a larger maximum age)", issued.UTC().Format(time.RFC3339), maxAge)
-		return nil, false
+		return nil, nil, false
 	}
-	var rec Record
-	if err := json.Unmarshal(data, &rec); err != nil {
+	rec := Record{Signature: sigText}
+	if err := strictjson.Decode(obj, &rec, strictjson.IgnoreUnknown); err != nil {
 		rep.add(name, receipts.Invalid, CauseSchema, "%v", err)
-		return nil, false
+		return nil, nil, false
 	}
 	rep.add(name, receipts.Valid, "", "Ed25519 over RFC 8785 by %s, issued %s", receipts.KID(pub), issued.UTC().Format(time.RFC3339))
-	return &rec, true
+	return &rec, pub, true
 }
 
 // verifyTranscript checks the transcript's hash, its call count, and the
-// receipts behind it.
-func verifyTranscript(rep *Report, rec *Record, opts Options) {
+// receipts behind it, which must all be signed by signer, the key the
+// record's signature verified with.
+func verifyTranscript(rep *Report, rec *Record, signer ed25519.PublicKey, opts Options) {
 	tt := rec.ToolTranscript
 	if opts.Transcript == nil {
 		rep.add("transcript", receipts.Undecidable, CauseMissing, "no transcript given (the record commits %s)", tt.Hash)
@@ -258,7 +268,6 @@ func verifyTranscript(rep *Report, rec *Record, opts Options) {
 		return
 	}
 	results := receipts.VerifyChain(opts.Chain, receipts.Options{Keys: opts.Keys})
-	signer, _ := base64.RawURLEncoding.DecodeString(rec.CNF.JWK.X)
 	for i, r := range results {
 		if r.Outcome != receipts.Valid {
 			rep.add("receipts", r.Outcome, r.Cause, "receipt %d: %s", i+1, r.Detail)
@@ -303,8 +312,9 @@ func sameCalls(got, want []Call) error {
 	return nil
 }
 
-// verifyTransparency checks the log proof of the chain's last receipt.
-func verifyTransparency(rep *Report, rec *Record, opts Options) {
+// verifyTransparency checks the log proof of the chain's last receipt,
+// which must be signed by signer.
+func verifyTransparency(rep *Report, rec *Record, signer ed25519.PublicKey, opts Options) {
 	const name = "transparency"
 	switch {
 	case rec.Transparency == "":
@@ -319,6 +329,10 @@ func verifyTransparency(rep *Report, rec *Record, opts Options) {
 	}
 	last := opts.Chain[len(opts.Chain)-1]
 	r := receipts.Verify(last, receipts.Options{Keys: opts.Keys})
+	if r.Outcome == receipts.Valid && !bytes.Equal(r.Key, signer) {
+		rep.add(name, receipts.Invalid, CauseIssuer, "the last receipt is signed by %s, the record by %s: a record vouches for its own issuer's receipts", r.KID, receipts.KID(signer))
+		return
+	}
 	idx := opts.Proofs.CheckReceipt(&r, last, opts.Proof)
 	if r.Outcome != receipts.Valid {
 		rep.add(name, r.Outcome, r.Cause, "the last receipt's proof: %s", r.Detail)

@@ -2,7 +2,6 @@ package docketcmd
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,16 +35,27 @@ Runs as an agent hook: reads the agent's hook event (JSON) on stdin.
 The project is $CLAUDE_PROJECT_DIR, else the current directory; its state
 is in .docket/ (see docket init).
 
-Options:
-    -agent NAME      the agent's hook protocol: claude (default), gemini, codex
-    -deadline D      pre: give up and block after D (default 10s)
+Options (before or after the hook):
+    -agent NAME      the agent's hook protocol: claude, gemini, codex
+                     (default: what the event's hook_event_name says,
+                     else claude)
+    -deadline D      bound reading the event, and the whole pre hook: give
+                     up and block after D (default 10s)
 
 Exit codes:
-    0  pre: the call may run (or the user is asked); others: receipted
-    1  post and session hooks: the event could not be receipted and was
-       kept in .docket/spool, or in ~/.local/state/docket/spool when
-       .docket is full or read-only (a warning); a later hook receipts it
-    2  pre: the call is denied, or the gate failed (fail closed)
+    0  pre: the call may run (or the user is asked). post and session
+       hooks: always; an event that could not be receipted is kept in
+       .docket/spool (or ~/.local/state/docket/spool) and a later hook
+       receipts it, and the warning is on stderr and, as a JSON
+       systemMessage, on stdout
+    2  pre: the call is denied, or the gate failed (fail closed). Also any
+       hook whose command line cannot be read (no or an unknown hook kind,
+       extra arguments, a bad flag, -h) unless the event names itself a
+       post or session event (then it is receipted as that, with a
+       warning), and any hook whose event's hook_event_name contradicts
+       the command line where either is a pre-tool event
+    docket hook never exits 1: agents read exit 1 from a pre hook as "run
+    the call"
 
 Environment:
     DOCKET_HOOK_LOG  append one JSON log line per run to this file
@@ -58,64 +68,34 @@ Examples:
 `
 
 func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("docket hook", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	agentName := fs.String("agent", "claude", "")
-	deadline := fs.Duration("deadline", hook.DefaultDeadline, "")
-	// Failing to understand our own arguments blocks a pre hook too.
-	fail := func(format string, a ...any) int {
-		errorf(stderr, format, a...)
-		if len(args) > 0 && args[0] != string(hook.Pre) {
-			return hook.ExitWarning
-		}
-		return hook.ExitBlock
-	}
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+	inv := hook.ParseInvocation(args)
+	if inv.Help || len(args) == 0 && isTerminal(stdin) {
+		// Never 0: an agent must not read a help request as an allow.
 		fmt.Fprint(stdout, hookUsage)
-		return 0
-	}
-	if len(args) == 0 {
-		fmt.Fprint(stderr, hookUsage)
+		errorf(stderr, "hook: printed the usage and handled no event: a call, if this runs as a hook, is blocked")
 		return hook.ExitBlock
 	}
-	kind, err := hook.ParseKind(args[0])
-	if err != nil {
-		return fail("%v", err)
+	opts := hook.Options{
+		Agent:     inv.Agent,
+		Kind:      inv.Kind,
+		ArgsErr:   inv.Err,
+		Start:     processStart,
+		Deadline:  inv.Deadline,
+		StartSync: func(s *store.Store) { startSync(s, stderr) },
 	}
-	project, err := store.ProjectDir()
-	if err != nil {
-		return fail("hook %s: %v", kind, err)
+	opts.Home, _ = os.UserHomeDir()
+	if project, err := store.ProjectDir(); err != nil {
+		opts.Err = err
+	} else {
+		opts.Store = store.Open(project)
+		if inv.Err == nil && inv.Kind == hook.Pre {
+			// Start parsing the policy now: it is the slowest step.
+			opts.Prepared = gate.Prepare(opts.Store)
+		}
 	}
-	st := store.Open(project)
-	var prep *gate.Prepared
-	if kind == hook.Pre {
-		// Start parsing the policy now: it is the slowest step.
-		prep = gate.Prepare(st)
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return fail("hook %s: %v", kind, err)
-	}
-	if fs.NArg() > 0 {
-		return fail("hook %s: unexpected arguments %q", kind, fs.Args())
-	}
-	agent, err := hook.ParseAgent(*agentName)
-	if err != nil {
-		return fail("hook %s: %v", kind, err)
-	}
-	home, _ := os.UserHomeDir()
 
 	ctx, stop, sigReady := signalContext(ctx)
 	defer stop()
-	opts := hook.Options{
-		Store:     st,
-		Prepared:  prep,
-		Agent:     agent,
-		Kind:      kind,
-		Home:      home,
-		Start:     processStart,
-		Deadline:  *deadline,
-		StartSync: func(s *store.Store) { startSync(s, stderr) },
-	}
 	if path := os.Getenv("DOCKET_HOOK_LOG"); path != "" {
 		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
 			defer f.Close()
@@ -126,6 +106,17 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		opts.Fault = f(stderr, sigReady)
 	}
 	return hook.Run(ctx, opts, stdin, stdout, stderr)
+}
+
+// isTerminal reports whether r is a terminal: docket hook run by hand with
+// no arguments prints its usage instead of waiting for an event.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // A Fault makes the pre hook fail, for the fail-closed tests: given the

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
+	"github.com/docketlog/docket/internal/safefile"
 	"github.com/docketlog/docket/pic"
+	"github.com/docketlog/docket/receipts"
 )
 
 const picUsage = `Usage:
@@ -53,7 +54,7 @@ func runPIC(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		return 2
 	}
 	name := fs.Arg(0)
-	data, err := os.ReadFile(name)
+	data, err := safefile.Read(ctx, name, receipts.MaxDocumentSize)
 	if err != nil {
 		errorf(stderr, "pic verify: %v", err)
 		return 2
@@ -85,9 +86,10 @@ func runPIC(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	return 0
 }
 
-// loadKeyring reads a PIC keyring file.
+// loadKeyring reads a PIC keyring file (a regular file: a FIFO named by
+// mistake must not hang docket mcp's start).
 func loadKeyring(path string) (*pic.Keyring, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.Read(context.Background(), path, receipts.MaxDocumentSize)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -258,7 +257,8 @@ func binaryDigest() (string, error) {
 const verifyTraceUsage = `Usage:
     docket verify -trace RECORD [-key HEX | -jwks FILE | -key-file FILE]
                   [-transcript FILE | -fetch] [-chain FILE] [-proof FILE]
-                  [-log-key VKEY [-witness-policy FILE]] [-max-age D] [-json]
+                  [-log-key VKEY [-witness-policy FILE]] [-max-age D]
+                  [-timeout D] [-json]
 
 Verifies a TRACE Trust Record (trace-v0.2 §3.3): the profile and schema;
 that cnf.jwk is a trusted key; the Ed25519 signature over the record's
@@ -275,10 +275,20 @@ next to it, and its transparency URI (http, https or file; only once the
 record's signature verified under a trusted key), else from
 transcript.json, chain.jsonl and last.tlog-proof next to RECORD.
 
+What a record names, and what is published next to it, is chosen by the
+party being verified: only regular files are read (no FIFO, device or
+directory), each read or fetch ends after -timeout, and each is bounded by
+what the record claims: the transcript by 4 KiB a call (call_count), the
+chain by two receipts a call plus 16, each at most 64 KiB, the proof by 64
+KiB. Redirects: at most 5, never from https to http; gzip is bounded after
+decompression, other content encodings are refused.
+
 Options:
     -max-age D   reject records issued longer ago than D (default 24h, the
                  TRACE default; 0: no limit, for records of past sessions)
     -skew D      allowed clock skew for iat in the future (default 5m)
+    -timeout D   bound each read or fetch of the record and its evidence
+                 (default 30s)
     -json        print the checks as JSON
 
 Exit status: 0 valid, 1 invalid, 2 undecidable (no trusted key, malformed,
@@ -292,7 +302,7 @@ func isTraceFlag(arg string) bool {
 }
 
 // runVerifyTrace is docket verify -trace.
-func runVerifyTrace(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func runVerifyTrace(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("verify -trace", verifyTraceUsage, stderr)
 	recordFile := fs.String("trace", "", "")
 	keyHex := fs.String("key", "", "")
@@ -306,6 +316,7 @@ func runVerifyTrace(_ context.Context, args []string, stdout, stderr io.Writer) 
 	witnessPolicy := fs.String("witness-policy", "", "")
 	maxAge := fs.Duration("max-age", trace.DefaultMaxAge, "")
 	skew := fs.Duration("skew", trace.DefaultSkew, "")
+	timeout := fs.Duration("timeout", trace.DefaultFetchTimeout, "")
 	asJSON := fs.Bool("json", false, "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -319,7 +330,8 @@ func runVerifyTrace(_ context.Context, args []string, stdout, stderr io.Writer) 
 		errorf(stderr, "verify: %v", err)
 		return 2
 	}
-	data, err := os.ReadFile(*recordFile)
+	fetcher := &trace.Fetcher{Timeout: *timeout}
+	data, err := fetcher.ReadFile(ctx, *recordFile, receipts.MaxDocumentSize)
 	if err != nil {
 		errorf(stderr, "verify: %v", err)
 		return 2
@@ -332,28 +344,31 @@ func runVerifyTrace(_ context.Context, args []string, stdout, stderr io.Writer) 
 		errorf(stderr, "verify: %v", err)
 		return 2
 	}
-	// With -fetch, the URIs are those of a record whose signature verified
-	// under a trusted key: nothing an untrusted record names is fetched.
-	var transcriptURI, transparency string
-	if *fetch {
-		if first := trace.Verify(data, trace.Options{Keys: keys, MaxAge: opts.MaxAge, Skew: opts.Skew}); first.Record != nil {
+	// Evidence is read only for a record whose signature verified under a
+	// trusted key, within the limits it claims; with -fetch, the URIs are
+	// that record's: nothing an untrusted record names is fetched.
+	if first := trace.Verify(data, trace.Options{Keys: keys, MaxAge: opts.MaxAge, Skew: opts.Skew}); first.Record != nil {
+		var transcriptURI, transparency string
+		if *fetch {
 			if tt := first.Record.ToolTranscript; tt != nil {
 				transcriptURI = tt.TranscriptURI
 			}
 			transparency = first.Record.Transparency
 		}
-	}
-	src := evidenceSource{fetch: *fetch, dir: filepath.Dir(*recordFile)}
-	var errs []error
-	opts.Transcript = src.read(*transcriptFile, transcriptURI, "", traceTranscriptFile, &errs)
-	if chain := src.read(*chainFile, transcriptURI, traceChainFile, traceChainFile, &errs); chain != nil {
-		opts.Chain = receipts.SplitLines(chain)
-	}
-	if opts.Proofs != nil {
-		opts.Proof = src.read(*proofFile, transparency, "", traceProofFile, &errs)
-	}
-	for _, err := range errs {
-		warnf(stderr, "%v", err)
+		src := evidenceSource{fetch: *fetch, dir: filepath.Dir(*recordFile), fetcher: fetcher}
+		var errs []error
+		lim := trace.LimitsOf(first.Record, nil)
+		opts.Transcript = src.read(ctx, *transcriptFile, transcriptURI, "", traceTranscriptFile, lim.Transcript, &errs)
+		lim = trace.LimitsOf(first.Record, opts.Transcript)
+		if chain := src.read(ctx, *chainFile, transcriptURI, traceChainFile, traceChainFile, lim.Chain, &errs); chain != nil {
+			opts.Chain = receipts.SplitLines(chain)
+		}
+		if opts.Proofs != nil {
+			opts.Proof = src.read(ctx, *proofFile, transparency, "", traceProofFile, lim.Proof, &errs)
+		}
+		for _, err := range errs {
+			warnf(stderr, "%v", err)
+		}
 	}
 	rep := trace.Verify(data, opts)
 	if *asJSON {
@@ -383,20 +398,18 @@ func runVerifyTrace(_ context.Context, args []string, stdout, stderr io.Writer) 
 
 // evidenceSource finds the files a record's verification needs.
 type evidenceSource struct {
-	fetch bool
-	dir   string
+	fetch   bool
+	dir     string
+	fetcher *trace.Fetcher
 }
-
-// maxEvidence bounds what is read or fetched.
-const maxEvidence = 1 << 30
 
 // read returns the bytes of the file given by flag, else with -fetch of the
 // URI (resolving rel against it when rel is set), else of local next to the
-// record; nil when there are none (with -fetch, also when the record named
-// no URI or did not verify). Errors other than absence are appended to errs.
-func (s evidenceSource) read(flagFile, uri, rel, local string, errs *[]error) []byte {
-	name := flagFile
-	if name == "" && s.fetch {
+// record; at most max bytes, of a regular file; nil when there are none
+// (with -fetch, also when the record named no URI). Errors other than the
+// absence of local are appended to errs.
+func (s evidenceSource) read(ctx context.Context, flagFile, uri, rel, local string, max int64, errs *[]error) []byte {
+	if flagFile == "" && s.fetch {
 		if uri == "" {
 			return nil
 		}
@@ -404,50 +417,26 @@ func (s evidenceSource) read(flagFile, uri, rel, local string, errs *[]error) []
 		if err == nil && rel != "" {
 			u = u.ResolveReference(&url.URL{Path: rel})
 		}
+		var b []byte
 		if err == nil {
-			var b []byte
-			if b, err = fetchURI(u); err == nil {
-				return b
-			}
+			b, err = s.fetcher.Fetch(ctx, u.String(), max)
 		}
-		*errs = append(*errs, fmt.Errorf("fetching %s: %w", uri, err))
-		return nil
+		if err != nil {
+			*errs = append(*errs, fmt.Errorf("fetching %s: %w", uri, err))
+			return nil
+		}
+		return b
 	}
+	name := flagFile
 	if name == "" {
 		name = filepath.Join(s.dir, local)
 	}
-	f, err := os.Open(name)
+	b, err := s.fetcher.ReadFile(ctx, name, max)
 	if err != nil {
 		if flagFile != "" || !errors.Is(err, os.ErrNotExist) {
 			*errs = append(*errs, err)
 		}
 		return nil
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxEvidence))
-	if err != nil {
-		*errs = append(*errs, err)
-		return nil
-	}
 	return b
-}
-
-// fetchURI reads an http, https or file URI.
-func fetchURI(u *url.URL) ([]byte, error) {
-	switch u.Scheme {
-	case "file":
-		return os.ReadFile(filepath.FromSlash(u.Path))
-	case "http", "https":
-		c := &http.Client{Timeout: defaultHTTPTimeout}
-		resp, err := c.Get(u.String())
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("%s", resp.Status)
-		}
-		return io.ReadAll(io.LimitReader(resp.Body, maxEvidence))
-	}
-	return nil, fmt.Errorf("unsupported URI scheme %q", u.Scheme)
 }

@@ -56,22 +56,7 @@ func TestVerifyTraceVectors(t *testing.T) {
 // appraisal and no transparency (and says why), which verifies with the
 // issuer key, its transcript and chain.
 func TestExportTraceWithoutLog(t *testing.T) {
-	project := t.TempDir()
-	t.Setenv("CLAUDE_PROJECT_DIR", project)
-	t.Setenv("HOME", t.TempDir())
-	t.Chdir(project)
-	if code, _, errs := runDocket(t, "", "init"); code != 0 {
-		t.Fatalf("docket init = %d, %s", code, errs)
-	}
-	for _, ev := range []struct{ kind, json string }{
-		{"session-start", `{"session_id":"s2","hook_event_name":"SessionStart","source":"startup"}`},
-		{"pre", `{"session_id":"s2","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git status"},"tool_use_id":"t1"}`},
-		{"post", `{"session_id":"s2","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"git status"},"tool_use_id":"t1","tool_response":{"stdout":""}}`},
-	} {
-		if code, _, errs := runDocket(t, ev.json, "hook", ev.kind); code != 0 {
-			t.Fatalf("docket hook %s = %d, %s", ev.kind, code, errs)
-		}
-	}
+	project := traceSession(t, "s2")
 	code, out, errs := runDocket(t, "", "export", "trace", "-session", "s2", "-o", "rec", "-subject", "spiffe://example.org/agent", "-data-class", "internal")
 	if code != 0 || !strings.Contains(out, "(1 calls, appraisal none)") || !strings.Contains(errs, "has no log proof yet") {
 		t.Fatalf("docket export trace = %d, %q, %q; want 0, appraisal none, a warning about the proof", code, out, errs)

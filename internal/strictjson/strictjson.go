@@ -1,0 +1,217 @@
+// Package strictjson closes the gap between a strict JSON parser
+// (receipts.Parse: no duplicate member names, valid UTF-8, bounded) and
+// the decoders that read the same bytes afterwards.
+//
+// encoding/json matches an object's member names to struct fields without
+// regard to case ("X" fills the field tagged "x", and of "x" and "X" the
+// last one wins), and so do other decoders. A signed or evidence document
+// holding two members whose names differ only in case therefore means one
+// thing to a verifier that reads the exact name and another to one that
+// decodes into a struct. [CheckFold] refuses such documents, and [Decode]
+// fills a struct from an already parsed document by exact names only, so a
+// verifier decodes a document once.
+package strictjson
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// A FoldError reports two members of one object whose names are equal
+// under case folding.
+type FoldError struct {
+	Path string // the object, as a dotted path from the document ("" is the document)
+	A, B string // the two names
+}
+
+func (e *FoldError) Error() string {
+	where := "the document"
+	if e.Path != "" {
+		where = e.Path
+	}
+	return fmt.Sprintf("members %q and %q of %s differ only in case", e.A, e.B, where)
+}
+
+// CheckFold returns a *FoldError for the first object in v (a document as
+// receipts.Parse returns it: maps, slices, strings, json.Number, bools and
+// nil) with two members whose names are equal under the case folding
+// encoding/json matches field names with (ASCII letters, and each other
+// rune as unicode.ToUpper(unicode.ToLower(r)), so that "K" and the Kelvin
+// sign U+212A are one name).
+func CheckFold(v any) error {
+	return checkFold("", v)
+}
+
+func checkFold(path string, v any) error {
+	switch v := v.(type) {
+	case map[string]any:
+		seen := make(map[string]string, len(v))
+		for k, e := range v {
+			f := fold(k)
+			if other, dup := seen[f]; dup {
+				a, b := other, k
+				if a > b {
+					a, b = b, a
+				}
+				return &FoldError{Path: path, A: a, B: b}
+			}
+			seen[f] = k
+			if err := checkFold(join(path, k), e); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if err := checkFold(fmt.Sprintf("%s[%d]", path, i), e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func join(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+// fold is encoding/json's foldName: two names are matched to one field
+// exactly when their folds are equal.
+func fold(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		b.WriteRune(unicode.ToUpper(unicode.ToLower(r)))
+		i += n
+	}
+	return b.String()
+}
+
+// Unknown says what Decode does with members no field names.
+type Unknown bool
+
+// What Decode does with members no field names.
+const (
+	IgnoreUnknown   Unknown = false
+	DisallowUnknown Unknown = true
+)
+
+// Decode fills dst, a pointer to a struct, from obj, a JSON object as
+// receipts.Parse returns it. A field is filled from the member named
+// exactly as its json tag (or field name) says, and from no other: a member
+// whose name folds to a field's without being it is refused, as is, with
+// DisallowUnknown, any member no field names. Fields may be strings, bools,
+// integers (from integer literals that fit), pointers to those, structs and
+// pointers to structs (from objects), and any (the parsed value as is). A
+// null member leaves its field as it is.
+func Decode(obj map[string]any, dst any, unknown Unknown) error {
+	rv := reflect.ValueOf(dst)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		return errors.New("strictjson: Decode needs a pointer to a struct")
+	}
+	return decodeStruct("", obj, rv.Elem(), unknown)
+}
+
+func decodeStruct(path string, obj map[string]any, sv reflect.Value, unknown Unknown) error {
+	st := sv.Type()
+	names := make(map[string]int, st.NumField())
+	for i := range st.NumField() {
+		f := st.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		names[fold(name)] = i
+	}
+	for k, v := range obj {
+		i, ok := names[fold(k)]
+		if !ok {
+			if unknown == DisallowUnknown {
+				return fmt.Errorf("%s is not a known member", join(path, k))
+			}
+			continue
+		}
+		f := st.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		if k != name {
+			return fmt.Errorf("member %q is not %q: names are exact", join(path, k), name)
+		}
+		if v == nil {
+			continue
+		}
+		if err := decodeValue(join(path, k), v, sv.Field(i), unknown); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decodeValue(path string, v any, fv reflect.Value, unknown Unknown) error {
+	switch fv.Kind() {
+	case reflect.Pointer:
+		p := reflect.New(fv.Type().Elem())
+		if err := decodeValue(path, v, p.Elem(), unknown); err != nil {
+			return err
+		}
+		fv.Set(p)
+		return nil
+	case reflect.Interface:
+		fv.Set(reflect.ValueOf(v))
+		return nil
+	case reflect.Struct:
+		o, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s must be an object", path)
+		}
+		return decodeStruct(path, o, fv, unknown)
+	case reflect.String:
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("%s must be a string", path)
+		}
+		fv.SetString(s)
+		return nil
+	case reflect.Bool:
+		b, ok := v.(bool)
+		if !ok {
+			return fmt.Errorf("%s must be true or false", path)
+		}
+		fv.SetBool(b)
+		return nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, ok := v.(json.Number)
+		i, err := n.Int64()
+		if !ok || err != nil || strings.ContainsAny(string(n), ".eE") || fv.OverflowInt(i) {
+			return fmt.Errorf("%s must be an integer", path)
+		}
+		fv.SetInt(i)
+		return nil
+	}
+	return fmt.Errorf("strictjson: %s: unsupported field type %s", path, fv.Type())
+}
