@@ -125,7 +125,7 @@ func TestRelayRefusals(t *testing.T) {
 		{"not JSON", `{"jsonrpc":"2.0","id":5,`, -32700},
 		{"duplicate method", `{"jsonrpc":"2.0","id":6,"method":"tools/list","method":"tools/call"}`, 0},
 		{"oversize", `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", 5000) + `"}}`, -32600},
-		{"batch with a call", `[{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo"}}]`, mcp.DeniedCode},
+		{"batch with a call", `[{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo"}}]`, -32600},
 	}
 	for _, c := range cases {
 		s.send(c.line)
@@ -152,8 +152,8 @@ func TestRelayRefusals(t *testing.T) {
 			denies++
 		}
 	}
-	if denies != 5 {
-		t.Fatalf("chain has %d denies, want 5 (one per refused tools/call)", denies)
+	if denies != 6 {
+		t.Fatalf("chain has %d denies, want 6 (one per refused tools/call)", denies)
 	}
 }
 

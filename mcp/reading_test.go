@@ -1,0 +1,71 @@
+package mcp
+
+import (
+	"testing"
+	"unicode"
+)
+
+// TestFoldRune checks that foldRune is constant on every class of the
+// case-insensitive decoders: unicode.SimpleFold's orbits (Go's
+// encoding/json), upper case (.NET) and lower then upper case.
+func TestFoldRune(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		f := foldRune(r)
+		for o := unicode.SimpleFold(r); o != r; o = unicode.SimpleFold(o) {
+			if foldRune(o) != f {
+				t.Fatalf("foldRune(%U) = %U, foldRune(%U) = %U; want equal (one SimpleFold orbit)", r, f, o, foldRune(o))
+			}
+		}
+		if u := unicode.ToUpper(r); foldRune(u) != f {
+			t.Fatalf("foldRune(%U) = %U, foldRune(ToUpper) = %U; want equal", r, f, foldRune(u))
+		}
+		if l := unicode.ToLower(r); foldRune(l) != f {
+			t.Fatalf("foldRune(%U) = %U, foldRune(ToLower) = %U; want equal", r, f, foldRune(l))
+		}
+	}
+	for _, c := range []struct{ a, b string }{
+		{"params", "paramſ"}, {"name", "NAME"}, {"kind", "Kind"}, {"id", "ıd"}, {"id", "İd"},
+		{"_meta", "meta"}, {"progressToken", "progress_token"}, {"isError", "is-error"},
+	} {
+		if !foldEqual(c.a, c.b) || foldKey(c.a) != foldKey(c.b) {
+			t.Errorf("foldEqual(%q, %q) = false, want true", c.a, c.b)
+		}
+	}
+	for _, c := range []struct{ a, b string }{{"id", "i"}, {"name", "names"}, {"a", "b"}, {"ſ", "ß"}} {
+		if foldEqual(c.a, c.b) || foldKey(c.a) == foldKey(c.b) {
+			t.Errorf("foldEqual(%q, %q) = true, want false", c.a, c.b)
+		}
+	}
+}
+
+func TestExactNumber(t *testing.T) {
+	tests := []struct {
+		lit  string
+		want bool
+	}{
+		{"0", true}, {"-1", true}, {"123456789012345", true}, {"9007199254740991", true}, {"-9007199254740991", true},
+		{"9007199254740992", false}, {"9007199254740993", false}, {"-9007199254740993", false},
+		{"1152921504606847000", false}, {"1e300", false}, {"1e16", false}, {"1e15", true},
+		{"0.1", true}, {"1.5", true}, {"1.0", true}, {"1E2", true}, {"1e-7", true}, {"5e-324", true},
+		{"0.30000000000000004", true}, {"0.1000000000000000000001", false}, {"1e-400", false},
+		{"-0", false}, {"-0.0", false}, {"0e10", true}, {"0.000", true}, {"1e400", false},
+		{"123456789.123456789", false}, {"2.5e-5", true}, {"100e-2", true},
+	}
+	for _, tt := range tests {
+		if got := exactNumber(tt.lit); got != tt.want {
+			t.Errorf("exactNumber(%s) = %v, want %v", tt.lit, got, tt.want)
+		}
+	}
+}
+
+func TestDecodeName(t *testing.T) {
+	tests := []struct{ raw, want string }{
+		{`name`, "name"}, {`na\u006de`, "name"}, {`\ud800`, "\uFFFD"}, {`\ud83d\ude00`, "😀"},
+		{"a\xffb", "a\uFFFDb"}, {`\ud800\u0041`, "\uFFFDA"}, {`a\"b`, `a"b`},
+	}
+	for _, tt := range tests {
+		if got := decodeName([]byte(tt.raw)); got != tt.want {
+			t.Errorf("decodeName(%q) = %q, want %q", tt.raw, got, tt.want)
+		}
+	}
+}
