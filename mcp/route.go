@@ -323,7 +323,7 @@ func idKey(v any) []byte {
 
 // serverMaxLine caps the server messages the relay holds in memory;
 // longer ones are spooled to disk (serverLine).
-const serverMaxLine = 64 << 20
+var serverMaxLine = 64 << 20
 
 // serverLoop relays the server's messages to the client and records the
 // outcome of the calls they answer. When the server's stream ends, the
@@ -390,16 +390,17 @@ func (r *relay) fromServer(msg *serverLine) error {
 			return drop(rd.routedAmbiguous)
 		}
 		return r.toClient(msg)
-	case rd.has("method"):
+	case !rd.has("result") && !rd.has("error") && rd.has("method"):
 		// A request or a notification of the server's.
 		if rd.routedAmbiguous != "" {
 			return drop(rd.routedAmbiguous)
 		}
-		if _, ok := rd.member("method"); !ok || rd.has("result") || rd.has("error") {
-			return drop("a request that is also a response")
+		if _, ok := rd.member("method"); !ok {
+			return drop("a request without method")
 		}
 		return r.toClient(msg)
 	}
+	// Anything that a parser could read as a response.
 	raw, _ := rd.member("id")
 	id := validID(raw)
 	if id == nil {
@@ -437,9 +438,12 @@ func (r *relay) fromServer(msg *serverLine) error {
 	if msg.file == nil && len(msg.data) <= receipts.MaxDocumentSize {
 		v, _ = receipts.ParseObject(bytes.TrimSpace(msg.data))
 	}
-	out := msg
-	if f.method == "tools/list" && r.cfg.HideDenied && v != nil {
-		out = r.hideDenied(msg, v)
+	out, listed := msg, ""
+	if f.method == "tools/list" {
+		listed = r.tools.list(v, msg.sum, !f.cursor)
+		if r.cfg.HideDenied && v != nil {
+			out = r.hideDenied(msg, v)
+		}
 	}
 	if err := r.toClient(out); err != nil {
 		return err
@@ -448,10 +452,10 @@ func (r *relay) fromServer(msg *serverLine) error {
 	if result != nil {
 		r.noteServerInfo(result)
 	}
-	switch f.method {
-	case "tools/list":
-		r.toolsList(f, v, msg.sum)
-	case "tools/call":
+	switch {
+	case listed != "":
+		r.toolsListed(listed)
+	case f.method == "tools/call":
 		event, hash := receipts.PostToolUse, msg.sum
 		if hasError || rd.isError == "t" {
 			event = receipts.PostToolUseFailure

@@ -122,27 +122,33 @@ func quote(s string) string {
 	return string(b)
 }
 
-// toolsList acts on the result of a tools/list (msg, parsed strictly into
-// v when it could be): the tools' input schemas are kept, and the list is
-// receipted by the hash of its tools, the first time it is seen in the
-// session and whenever it changes, so that a server that swaps its tool
-// definitions mid-session is on the record. A list the relay could not
-// parse strictly is receipted by the hash of its bytes.
-func (r *relay) toolsList(f *flight, v map[string]any, sum string) {
-	h := sum
-	if v != nil {
-		result, _ := v["result"].(map[string]any)
-		list, ok := result["tools"].([]any)
-		if !ok {
-			return
-		}
-		c, err := receipts.Canonicalize(list)
-		if err != nil {
-			return
-		}
-		h = sha256Ref(c)
-		r.tools.keep(list, !f.cursor)
+// list reads the result of a tools/list (msg, parsed strictly into v
+// when it could be) before it is relayed: the tools' input schemas are
+// kept, so that the client's next call is checked against them. It
+// returns the hash the list is receipted by (toolsListed): of its tools,
+// or of the message's bytes when the relay could not parse it strictly;
+// "" for a result without tools.
+func (t *tools) list(v map[string]any, sum string, first bool) string {
+	if v == nil {
+		return sum
 	}
+	result, _ := v["result"].(map[string]any)
+	list, ok := result["tools"].([]any)
+	if !ok {
+		return ""
+	}
+	c, err := receipts.Canonicalize(list)
+	if err != nil {
+		return ""
+	}
+	t.keep(list, first)
+	return sha256Ref(c)
+}
+
+// toolsListed receipts a tool list by its hash h, the first time it is
+// seen in the session and whenever it changes, so that a server that
+// swaps its tool definitions mid-session is on the record.
+func (r *relay) toolsListed(h string) {
 	if r.tools.seen == nil {
 		r.tools.seen = map[string]bool{}
 	}
