@@ -140,8 +140,8 @@ func readClient(line []byte, t *tools) (*clientMsg, *refusal) {
 	cm := &clientMsg{m: m, line: line}
 	methodv, request := m["method"]
 	cm.request = request
-	if cm.method, ok = methodv.(string); request && !ok {
-		return no("method is not a string")
+	if cm.method, ok = methodv.(string); request && (!ok || cm.method == "") {
+		return no("method is not a non-empty string")
 	}
 	_, hasResult := m["result"]
 	_, hasError := m["error"]
@@ -361,117 +361,157 @@ func (r *relay) serverLoop(out io.Reader) error {
 
 // fromServer handles one server message. A response is relayed only when
 // it answers a request the relay forwarded and has not seen answered, and
-// every parser reads it as the relay does; when a response to a call in
-// flight is not relayed, the client gets an error in its place, and the
-// execution receipt hashes that error. Requests and notifications of the
-// server's pass unless a parser could read them as responses. An error
+// every parser reads it as the relay does; when a response to a request
+// in flight is not relayed, the client gets an error in its place, and a
+// call's execution receipt hashes that error. Requests and notifications
+// of the server's pass unless a parser could read them otherwise. An error
 // returned is the client's stream failing.
 func (r *relay) fromServer(msg *serverLine) error {
-	in, err := msg.reader()
-	if err != nil {
-		r.log.Error("mcp: reading a spooled server message", "err", err)
+	sv := readServer(msg)
+	if sv.drop != "" {
+		r.log.Warn("mcp: a server message was dropped", "why", sv.drop)
 		return nil
 	}
-	rd := read(in)
-	drop := func(why string) error {
-		r.log.Warn("mcp: a server message was dropped", "why", why)
-		return nil
-	}
-	switch {
-	case rd.err != nil:
-		return drop("not one JSON value")
-	case rd.batch:
-		for _, e := range rd.elems {
-			if len(foldedMembers(e, "method")) != 1 {
-				return drop("a batch holding a response")
-			}
-		}
-		if rd.routedAmbiguous != "" {
-			return drop(rd.routedAmbiguous)
-		}
-		return r.toClient(msg)
-	case !rd.has("result") && !rd.has("error") && rd.has("method"):
-		// A request or a notification of the server's.
-		if rd.routedAmbiguous != "" {
-			return drop(rd.routedAmbiguous)
-		}
-		if _, ok := rd.member("method"); !ok {
-			return drop("a request without method")
-		}
+	if !sv.response {
 		return r.toClient(msg)
 	}
-	// Anything that a parser could read as a response.
-	raw, _ := rd.member("id")
-	id := validID(raw)
-	if id == nil {
-		return drop("a response without a valid id")
-	}
-	f := r.flights.answer(string(id))
+	f := r.flights.answer(string(sv.id))
 	if f == nil {
-		r.log.Warn("mcp: a response to a request never forwarded, or already answered, was dropped", "id", string(id))
+		r.log.Warn("mcp: a response to a request never forwarded, or already answered, was dropped", "id", string(sv.id))
 		return nil
 	}
-	// The response of a request in flight.
-	why := rd.ambiguous
-	res, hasResult := rd.memberOf("result")
-	errm, hasError := rd.memberOf("error")
-	switch {
-	case why != "":
-	case hasResult == hasError:
-		why = "a response needs one of result and error"
-	case hasResult && res.first != '{':
-		why = "result is not an object"
-	case hasError && errm.first != '{':
-		why = "error is not an object"
-	}
-	if why != "" {
-		r.log.Warn("mcp: a server response was not relayed", "method", f.method, "why", why)
-		e := errorObject(codeInternalError, "docket mcp: the server's response was not relayed: "+why)
-		r.writeClient(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "error": e})
+	if sv.refused != "" {
+		r.log.Warn("mcp: a server response was not relayed", "method", f.method, "why", sv.refused)
+		e := errorObject(codeInternalError, "docket mcp: the server's response was not relayed: "+sv.refused)
+		r.writeClient(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(sv.id), "error": e})
 		if f.method == "tools/call" {
 			h, _ := receipts.HashJSON(e)
 			r.record(f, receipts.PostToolUseFailure, ReasonInvalidResponse, h)
 		}
 		return nil
 	}
-	var v map[string]any // the message, parsed strictly when it can be
-	if msg.file == nil && len(msg.data) <= receipts.MaxDocumentSize {
-		v, _ = receipts.ParseObject(bytes.TrimSpace(msg.data))
-	}
 	out, listed := msg, ""
 	if f.method == "tools/list" {
-		listed = r.tools.list(v, msg.sum, !f.cursor)
-		if r.cfg.HideDenied && v != nil {
-			out = r.hideDenied(msg, v)
+		listed = r.tools.list(sv.v, msg.sum, !f.cursor)
+		if r.cfg.HideDenied && sv.v != nil {
+			out = r.hideDenied(msg, sv.v)
 		}
 	}
 	if err := r.toClient(out); err != nil {
 		return err
 	}
-	result, _ := v["result"].(map[string]any)
-	if result != nil {
+	if result, ok := sv.v["result"].(map[string]any); ok {
 		r.noteServerInfo(result)
 	}
 	switch {
 	case listed != "":
 		r.toolsListed(listed)
 	case f.method == "tools/call":
-		event, hash := receipts.PostToolUse, msg.sum
-		if hasError || rd.isError == "t" {
+		event := receipts.PostToolUse
+		if sv.failed {
 			event = receipts.PostToolUseFailure
 		}
-		if v != nil && !rd.inexact {
-			member := v["result"]
-			if hasError {
-				member = v["error"]
-			}
-			if c, err := receipts.Canonicalize(member); err == nil {
-				hash = sha256Ref(c)
-			}
-		}
-		r.record(f, event, "", hash)
+		r.record(f, event, "", sv.outputHash(msg))
 	}
 	return nil
+}
+
+// A serverView is how the relay reads one server message.
+type serverView struct {
+	rd *reading
+	// drop says why the message is not relayed at all; "" when it may be.
+	drop string
+	// response is set for a message that some parser reads as a
+	// response, to the request id. refused says why the relay does not
+	// relay it as is; "" when it does.
+	response bool
+	id       []byte
+	refused  string
+	// failed is set for an error response or a result with isError.
+	failed bool
+	// v is the message, parsed strictly when it could be.
+	v map[string]any
+}
+
+// readServer reads a server message.
+func readServer(msg *serverLine) serverView {
+	in, err := msg.reader()
+	if err != nil {
+		return serverView{drop: "reading a spooled message: " + err.Error()}
+	}
+	rd := read(in)
+	sv := serverView{rd: rd}
+	switch {
+	case rd.err != nil:
+		sv.drop = "not one JSON value"
+		return sv
+	case rd.batch:
+		for _, e := range rd.elems {
+			if len(foldedMembers(e, "method")) != 1 || len(foldedMembers(e, "result"))+len(foldedMembers(e, "error")) > 0 {
+				sv.drop = "a batch holding a response"
+				return sv
+			}
+		}
+		sv.drop = rd.routedAmbiguous
+		return sv
+	case !rd.has("result") && !rd.has("error") && rd.has("method"):
+		// A request or a notification of the server's.
+		sv.drop = rd.routedAmbiguous
+		if raw, _ := rd.member("method"); sv.drop == "" {
+			if v, _ := receipts.Parse(raw); v == "" || v == nil {
+				sv.drop = "a request whose method is not a non-empty string" // some read it as a response
+			} else if _, ok := v.(string); !ok {
+				sv.drop = "a request whose method is not a non-empty string"
+			}
+		}
+		return sv
+	}
+	// Anything that a parser could read as a response.
+	sv.response = true
+	raw, _ := rd.member("id")
+	if sv.id = validID(raw); sv.id == nil {
+		sv.drop = "a response without a valid id"
+		return sv
+	}
+	res, hasResult := rd.memberOf("result")
+	errm, hasError := rd.memberOf("error")
+	switch {
+	case rd.ambiguous != "":
+		sv.refused = rd.ambiguous
+	case rd.has("method"):
+		sv.refused = "a response with a method (some read a request)"
+	case hasResult == hasError:
+		sv.refused = "a response needs one of result and error"
+	case hasResult && res.first != '{':
+		sv.refused = "result is not an object"
+	case hasError && errm.first != '{':
+		sv.refused = "error is not an object"
+	}
+	sv.failed = hasError || rd.isError == "t"
+	if sv.refused == "" && msg.file == nil && len(msg.data) <= receipts.MaxDocumentSize {
+		sv.v, _ = receipts.ParseObject(bytes.TrimSpace(msg.data))
+	}
+	return sv
+}
+
+// outputHash is the tool_output_hash of a response: "sha256:" + hex
+// SHA-256 of the JCS form of its result or error, as for the hooks; when
+// the message could not be parsed strictly (or is over the parser's
+// limits), or holds a number that is not exact in every parser, the hash
+// of its bytes as relayed ("raw-sha256:").
+func (sv *serverView) outputHash(msg *serverLine) string {
+	if sv.v == nil || sv.rd.inexact {
+		return msg.sum
+	}
+	m, ok := sv.v["result"]
+	if !ok {
+		m = sv.v["error"]
+	}
+	c, err := receipts.Canonicalize(m)
+	if err != nil {
+		return msg.sum
+	}
+	return sha256Ref(c)
 }
 
 // ReasonInvalidResponse is the reason of the execution receipt of a call
