@@ -183,7 +183,8 @@ func readCall(cm *clientMsg, rd *reading, t *tools) (*clientMsg, *refusal) {
 		_, c.ci.stateless = meta["io.modelcontextprotocol/protocolVersion"]
 	}
 	c.args = map[string]any{}
-	if a, ok := params["arguments"]; ok && a != nil {
+	if a, ok := params["arguments"]; ok {
+		// null too: the TypeScript SDK refuses it where Go reads {}.
 		if c.args, ok = a.(map[string]any); !ok {
 			return no("tools/call params.arguments is not an object")
 		}
