@@ -16,6 +16,16 @@ func (r *relay) toolsCall(ctx context.Context, cm *clientMsg) error {
 	c, id := cm.call, cm.id
 	ci, name, args := c.ci, c.name, c.args
 	ci.tool = "mcp__" + r.cfg.Server + "__" + name
+	if !r.tools.isListed() {
+		if why := r.fetchTools(ctx, cm.m["params"].(map[string]any)); why != "" {
+			r.refuseCall(ctx, id, false, ci, why, "")
+			return nil
+		}
+		if why := r.tools.checkArguments(name, args); why != "" {
+			r.refuseCall(ctx, id, false, ci, "the tools/call message was not relayed: parsers read the arguments differently: "+why, "")
+			return nil
+		}
+	}
 	mc := &policy.MCPContext{ServerCommand: r.cmd, ServerInfo: r.info(), HighImpact: r.high[name] || r.high["*"]}
 	// TODO(mcppolicy): mc.InputSchema = r.inputSchema(name)
 	var digest string

@@ -126,9 +126,10 @@ func TestRelayParserDifferential(t *testing.T) {
 		}
 	}
 	// The server got the relay's error for the client's refused response
-	// ("Result in a response"), and the last echo.
-	if n := bytes.Count(got, []byte("\n")); n != 2 || !bytes.Contains(got, []byte(`"id":"s1","jsonrpc":"2.0"`)) {
-		t.Errorf("the server received %d lines, want 2 (an error for s1, the last echo):\n%s", n, got)
+	// ("Result in a response"), the relay's own tools/list (the client
+	// listed none) before the first call it forwards, and that call.
+	if n := bytes.Count(got, []byte("\n")); n != 3 || !bytes.Contains(got, []byte(`"id":"s1","jsonrpc":"2.0"`)) {
+		t.Errorf("the server received %d lines, want 3 (an error for s1, tools/list, the last echo):\n%s", n, got)
 	}
 	if _, err := os.Stat(target); !os.IsNotExist(err) {
 		t.Fatalf("a smuggled write ran: Stat = %v", err)
@@ -152,10 +153,11 @@ func TestRelayParserDifferential(t *testing.T) {
 	}
 }
 
-// TestRelayArgumentSchema: once the server's tools/list gave the write
-// tool's inputSchema (properties path, content), an argument that a Go
-// server decodes as path without being "path" is refused; the policy,
-// which looks at "path", would not have seen it.
+// TestRelayArgumentSchema: the write tool's inputSchema (from tools/list)
+// names path and content; an argument that a Go server decodes as path
+// without being "path" is refused, since the policy, which looks at
+// "path", would not have seen it. The client never lists the tools: the
+// relay asks the server itself before the first call.
 func TestRelayArgumentSchema(t *testing.T) {
 	dir := t.TempDir()
 	forbidden := filepath.Join(dir, "forbidden")
@@ -163,29 +165,25 @@ func TestRelayArgumentSchema(t *testing.T) {
 forbid (principal, action == Action::"mcp__t__write", resource) when { context.input like "*\"path\":\"*forbidden*" };`)
 	s := start(t, g, nil)
 	writeCall := func(id int, args string) string {
-		return `{"jsonrpc":"2.0","id":` + string(rune('0'+id)) + `,"method":"tools/call","params":{"name":"write","arguments":` + args + `}}`
+		return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"write","arguments":` + args + `}}`
 	}
-	// Before tools/list, the relay does not know the tool's names: only
-	// members that fold alike among themselves are refused.
-	s.send(writeCall(1, `{"path":"`+filepath.Join(dir, "ok")+`","Path":"`+forbidden+`","content":"x"}`))
-	if m := s.recv(); m["result"].(map[string]any)["isError"] != true {
-		t.Fatalf("path and Path = %v, want a denial", m)
-	}
-	s.send(`{"jsonrpc":"2.0","id":"list","method":"tools/list"}`)
-	s.recv()
 	for i, name := range []string{"Path", "PATH", "pa_th", "pAth"} {
-		s.send(writeCall(2+i, `{"`+name+`":"`+forbidden+`","content":"x"}`))
+		s.send(writeCall(1+i, `{"`+name+`":"`+forbidden+`","content":"x"}`))
 		m := s.recv()
 		res := m["result"].(map[string]any)
 		if text := res["content"].([]any)[0].(map[string]any)["text"].(string); res["isError"] != true || !strings.Contains(text, "inputSchema") {
 			t.Errorf("argument %s = %v, want a denial naming the inputSchema", name, m)
 		}
 	}
-	s.send(writeCall(7, `{"path":"`+forbidden+`","content":"x"}`))
+	s.send(writeCall(5, `{"path":"`+filepath.Join(dir, "ok")+`","Path":"`+forbidden+`","content":"x"}`))
+	if m := s.recv(); m["result"].(map[string]any)["isError"] != true {
+		t.Fatalf("path and Path = %v, want a denial", m)
+	}
+	s.send(writeCall(6, `{"path":"`+forbidden+`","content":"x"}`))
 	if m := s.recv(); !strings.Contains(m["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"].(string), "no-forbidden") {
 		t.Fatalf("path = %v, want the policy's denial", m)
 	}
-	s.send(writeCall(8, `{"path":"`+filepath.Join(dir, "ok")+`","content":"x"}`))
+	s.send(writeCall(7, `{"path":"`+filepath.Join(dir, "ok")+`","content":"x"}`))
 	if m := s.recv(); m["result"].(map[string]any)["isError"] == true {
 		t.Fatalf("an allowed write = %v", m)
 	}
@@ -193,6 +191,24 @@ forbid (principal, action == Action::"mcp__t__write", resource) when { context.i
 	if _, err := os.Stat(forbidden); !os.IsNotExist(err) {
 		t.Fatalf("a case variant of path reached the server: Stat = %v", err)
 	}
+	if lists := toolsLists(t, g); lists != 1 {
+		t.Fatalf("%d tools/list receipts, want 1 (the relay's own list)", lists)
+	}
+}
+
+// TestRelayToolsListUnanswered: a server that does not answer the relay's
+// tools/list gets no call whose arguments the relay could not check.
+func TestRelayToolsListUnanswered(t *testing.T) {
+	defer mcp.SetListWait(100 * time.Millisecond)()
+	g := newGate(t)
+	s := start(t, g, func(c *mcp.Config) { c.Command = serverCommand("DOCKET_MCP_TEST_NOLIST=1") })
+	s.send(call(1, "echo", map[string]any{"x": 1}))
+	m := s.recv()
+	res := m["result"].(map[string]any)
+	if text := res["content"].([]any)[0].(map[string]any)["text"].(string); res["isError"] != true || !strings.Contains(text, "did not answer the relay's tools/list") {
+		t.Fatalf("echo = %v, want a denial: the tool list was not read", m)
+	}
+	s.close()
 }
 
 // TestRelayForgedResponses: a server answers the ids of calls it never

@@ -3,10 +3,10 @@ package mcp_test
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"

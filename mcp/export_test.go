@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // SetServerMaxLine sets the length over which server messages are spooled
@@ -14,6 +15,14 @@ func SetServerMaxLine(n int) (restore func()) {
 	old := serverMaxLine
 	serverMaxLine = n
 	return func() { serverMaxLine = old }
+}
+
+// SetListWait sets how long the relay waits for its own tools/list, for a
+// test, and returns a function that restores it.
+func SetListWait(d time.Duration) (restore func()) {
+	old := listWait
+	listWait = d
+	return func() { listWait = old }
 }
 
 // ToolSchemaT is the inputSchema of the differential fuzz targets' tool

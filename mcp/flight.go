@@ -25,6 +25,11 @@ type flight struct {
 	// For tools/call: what its execution receipt records.
 	tool, toolUseID, inputHash string
 	decision                   *store.Pending // the allow it executes, set before it is forwarded
+	// own is set for the relay's own tools/list (fetchTools): its
+	// response is read, not relayed, and done closed.
+	own  bool
+	done chan struct{}
+	next string // the response's nextCursor
 }
 
 // flights is the in-flight table, keyed by the JCS form of the request

@@ -93,6 +93,9 @@ func testServer(in io.Reader, out io.Writer) int {
 			reply(map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
 				"serverInfo": map[string]any{"name": "docket-test-server", "version": "1.0"}})
 		case "tools/list":
+			if os.Getenv("DOCKET_MCP_TEST_NOLIST") != "" {
+				continue
+			}
 			var tools []any
 			for _, n := range []string{"echo", "write", "fail", "notify", "hang", "exit"} {
 				schema := map[string]any{"type": "object"}
@@ -275,4 +278,15 @@ func chain(t testing.TB, g *gate.Gate) []receipts.Payload {
 		out[i] = env.Payload
 	}
 	return out
+}
+
+// toolsLists returns how many tools/list receipts the chain holds.
+func toolsLists(t testing.TB, g *gate.Gate) int {
+	n := 0
+	for _, p := range chain(t, g) {
+		if p.LifecycleEvent == receipts.LifecycleToolsList {
+			n++
+		}
+	}
+	return n
 }

@@ -696,21 +696,6 @@ func protocolName(name string) (string, bool) {
 	return p, ok
 }
 
-// protocolPosition reports whether an object at path is one a server
-// routes on: the envelope, params, result, error, and their _meta (in a
-// batch, the same positions in each element).
-func protocolPosition(path []string) bool {
-	switch len(path) {
-	case 0:
-		return true
-	case 1:
-		return path[0] == "params" || path[0] == "result" || path[0] == "error"
-	case 2:
-		return (path[0] == "params" || path[0] == "result") && path[1] == "_meta"
-	}
-	return false
-}
-
 // validID returns the JCS form of a request id, or nil when raw is not
 // one the relay relays: a string, or an integer within ±(2^53-1) written
 // as one (JSON-RPC ids should have no fraction; MCP forbids null).

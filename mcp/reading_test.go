@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"strings"
 	"testing"
 	"unicode"
 )
@@ -67,5 +68,42 @@ func TestDecodeName(t *testing.T) {
 		if got := decodeName([]byte(tt.raw)); got != tt.want {
 			t.Errorf("decodeName(%q) = %q, want %q", tt.raw, got, tt.want)
 		}
+	}
+}
+
+// TestInputSchema: the relay keeps each tool's inputSchema from the
+// latest tools/list (a first page replaces, later pages add), strictly
+// parsed and bounded.
+func TestInputSchema(t *testing.T) {
+	r := &relay{}
+	schema := func(prop string) map[string]any {
+		return map[string]any{"type": "object", "properties": map[string]any{prop: map[string]any{"type": "string"}}}
+	}
+	tool := func(name string, s map[string]any) any { return map[string]any{"name": name, "inputSchema": s} }
+	r.tools.keep([]any{tool("a", schema("path")), tool("b", schema("url")), map[string]any{"name": "c"}}, true)
+	if got := string(r.inputSchema("a")); got != `{"properties":{"path":{"type":"string"}},"type":"object"}` {
+		t.Fatalf("inputSchema(a) = %s", got)
+	}
+	if r.inputSchema("c") != nil || r.inputSchema("x") != nil {
+		t.Fatalf("inputSchema of a tool without one = %s, want nil", r.inputSchema("c"))
+	}
+	r.tools.keep([]any{tool("d", schema("q"))}, false) // a later page
+	if r.inputSchema("a") == nil || r.inputSchema("d") == nil {
+		t.Fatal("a later page replaced the first")
+	}
+	r.tools.keep([]any{tool("a", schema("file"))}, true) // a new list
+	if got := string(r.inputSchema("a")); got != `{"properties":{"file":{"type":"string"}},"type":"object"}` || r.inputSchema("b") != nil {
+		t.Fatalf("after a new list: inputSchema(a) = %s, inputSchema(b) = %s; want the latest, and b gone", got, r.inputSchema("b"))
+	}
+	big := map[string]any{"description": strings.Repeat("x", maxSchemaBytes)}
+	r.tools.keep([]any{tool("big", big), tool("small", schema("s"))}, true)
+	if r.inputSchema("big") != nil || r.inputSchema("small") == nil {
+		t.Fatal("a schema over the bound was kept, or the next one dropped")
+	}
+	if why := r.tools.checkArguments("small", map[string]any{"S": 1}); why == "" {
+		t.Fatal(`checkArguments(small, {"S":1}) = "", want a refusal (the schema names s)`)
+	}
+	if why := r.tools.checkArguments("small", map[string]any{"s": 1, "T": 2}); why != "" {
+		t.Fatalf(`checkArguments(small, {"s":1,"T":2}) = %q, want ""`, why)
 	}
 }

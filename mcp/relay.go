@@ -29,6 +29,7 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -137,6 +138,11 @@ type relay struct {
 	flights flights // the client's requests in flight
 	tools   tools   // what the server's tool lists said
 
+	// nonce makes the ids of the relay's own requests unguessable;
+	// listSeq numbers them (client loop only).
+	nonce   string
+	listSeq int
+
 	infoMu     sync.Mutex // guards serverInfo
 	serverInfo string
 
@@ -174,8 +180,10 @@ func newRelay(cfg Config, clientOut, server io.Writer) (*relay, error) {
 	if cfg.MaxLine <= 0 {
 		cfg.MaxLine = DefaultMaxLine
 	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
 	r := &relay{cfg: cfg, log: cfg.Logger, agent: cfg.Agent, client: clientOut, server: server,
-		high: map[string]bool{}, cmd: strings.Join(cfg.Command, " ")}
+		high: map[string]bool{}, cmd: strings.Join(cfg.Command, " "), nonce: hex.EncodeToString(nonce[:])}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}

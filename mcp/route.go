@@ -374,11 +374,18 @@ func (r *relay) fromServer(msg *serverLine) error {
 		return nil
 	}
 	if !sv.response {
+		if m, _ := sv.rd.member("method"); string(m) == `"notifications/tools/list_changed"` {
+			r.tools.changed()
+		}
 		return r.toClient(msg)
 	}
 	f := r.flights.answer(string(sv.id))
 	if f == nil {
 		r.log.Warn("mcp: a response to a request never forwarded, or already answered, was dropped", "id", string(sv.id))
+		return nil
+	}
+	if f.own {
+		r.ownList(f, sv, msg)
 		return nil
 	}
 	if sv.refused != "" {
@@ -415,6 +422,20 @@ func (r *relay) fromServer(msg *serverLine) error {
 		r.record(f, event, "", sv.outputHash(msg))
 	}
 	return nil
+}
+
+// ownList reads the answer to the relay's own tools/list (fetchTools).
+func (r *relay) ownList(f *flight, sv serverView, msg *serverLine) {
+	defer close(f.done)
+	if sv.refused != "" || sv.v == nil {
+		r.log.Warn("mcp: the server's answer to the relay's tools/list was not read", "why", sv.refused)
+		return
+	}
+	if h := r.tools.list(sv.v, msg.sum, !f.cursor); h != "" {
+		r.toolsListed(h)
+	}
+	result, _ := sv.v["result"].(map[string]any)
+	f.next, _ = result["nextCursor"].(string)
 }
 
 // A serverView is how the relay reads one server message.

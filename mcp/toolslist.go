@@ -3,8 +3,11 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/policy"
@@ -20,9 +23,12 @@ const (
 // tools is what the server's tools/list results said: each tool's input
 // schema (the latest list wins) and the hashes of the lists receipted.
 type tools struct {
-	mu      sync.Mutex // guards schemas and size
+	mu      sync.Mutex // guards schemas, size and listed
 	schemas map[string]*toolSchema
 	size    int
+	// listed is set once a tools/list result was read, and cleared when
+	// the server says its list changed.
+	listed bool
 
 	// seen holds the hashes of the lists already receipted; only the
 	// server loop uses it.
@@ -145,6 +151,84 @@ func (t *tools) list(v map[string]any, sum string, first bool) string {
 	return sha256Ref(c)
 }
 
+// isListed reports whether the relay read a tools/list result since the
+// server last said its list changed.
+func (t *tools) isListed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.listed
+}
+
+// changed notes the server's notifications/tools/list_changed.
+func (t *tools) changed() {
+	t.mu.Lock()
+	t.listed = false
+	t.mu.Unlock()
+}
+
+// listWait bounds the wait for the server's answer to the relay's own
+// tools/list, and maxListPages the pages it reads.
+var listWait = 5 * time.Second
+
+const maxListPages = 16
+
+// fetchTools asks the server for its tools/list when the relay has read
+// none yet, so that a call's arguments are checked against its tool's
+// inputSchema even when the client never listed the tools (a hostile
+// client would not). The response is read, receipted, and not relayed.
+// It returns why it could not, when the server did not answer in time:
+// the call is then denied.
+func (r *relay) fetchTools(ctx context.Context, call map[string]any) string {
+	if r.tools.isListed() {
+		return ""
+	}
+	// A 2026-07-28 request names the protocol version (and the client) in
+	// its _meta: the relay's says the same.
+	params := map[string]any{}
+	if meta, ok := call["_meta"].(map[string]any); ok {
+		m := map[string]any{}
+		for k, v := range meta {
+			if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+				m[k] = v
+			}
+		}
+		if len(m) > 0 {
+			params["_meta"] = m
+		}
+	}
+	cursor := ""
+	for page := range maxListPages {
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		r.listSeq++
+		id, _ := json.Marshal(fmt.Sprintf("docket-mcp-%s-tools-list-%d", r.nonce, r.listSeq))
+		f := &flight{method: "tools/list", own: true, cursor: page > 0, done: make(chan struct{})}
+		if err := r.flights.add(string(id), f); err != nil {
+			return "the relay could not ask the server for its tool list: " + err.Error()
+		}
+		line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "tools/list", "params": params})
+		if err := r.forward(id, nil, line); err != nil {
+			return "the relay could not ask the server for its tool list: " + err.Error()
+		}
+		t := time.NewTimer(listWait)
+		select {
+		case <-f.done:
+			t.Stop()
+		case <-t.C:
+			r.flights.remove(string(id))
+			return fmt.Sprintf("the server did not answer the relay's tools/list within %v, so the call's arguments cannot be checked against its tool's inputSchema", listWait)
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err().Error()
+		}
+		if cursor = f.next; cursor == "" {
+			break
+		}
+	}
+	return ""
+}
+
 // toolsListed receipts a tool list by its hash h, the first time it is
 // seen in the session and whenever it changes, so that a server that
 // swaps its tool definitions mid-session is on the record.
@@ -175,6 +259,7 @@ func (r *relay) toolsListed(h string) {
 func (t *tools) keep(list []any, first bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.listed = true
 	if first || t.schemas == nil {
 		t.schemas, t.size = map[string]*toolSchema{}, 0
 	}
