@@ -99,14 +99,17 @@ func (t *flights) remove(key string) *flight {
 	return f
 }
 
-// drain removes every flight and returns the tools/call ones that were
-// forwarded.
+// drain removes every flight (the server is gone) and returns the
+// tools/call ones that were forwarded.
 func (t *flights) drain() []*flight {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var calls []*flight
 	for k, f := range t.m {
-		if f.method == "tools/call" && f.forwarded {
+		switch {
+		case f.own:
+			close(f.done) // fetchTools waits for it no longer
+		case f.method == "tools/call" && f.forwarded:
 			calls = append(calls, f)
 		}
 		delete(t.m, k)

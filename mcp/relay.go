@@ -8,11 +8,14 @@
 // A message is relayed only when every mainstream parser reads it as the
 // relay does (reading.go): client messages are parsed strictly (duplicate
 // keys, invalid UTF-8, lone surrogates) and refused when a member folds
-// like another or like a protocol member for case-insensitive decoders,
-// or a number is outside I-JSON's exact range. A response is relayed only
-// for a request the relay forwarded and has not seen answered. A
-// tools/call's PIC action proposal (arguments.__pic) is
-// verified (package pic), and it is decided by the Cedar policy with the
+// like another, like a protocol member or like a name of the tool's
+// inputSchema for case-insensitive decoders, or a number is outside
+// I-JSON's exact range. A response is relayed only for a request the
+// relay forwarded and has not seen answered, and only when every parser
+// reads it alike; else the client gets an error in its place.
+//
+// A tools/call's PIC action proposal (arguments.__pic) is verified
+// (package pic), and the call is decided by the Cedar policy with the
 // arguments, the server's identity and the proposal's outcome in the
 // context. The signed decision is fsynced to the session chain before the
 // call is forwarded; a denied call never reaches the server and is answered
@@ -21,10 +24,10 @@
 // response, the client's cancellation or the server's exit produces an
 // execution receipt linked to the decision. Any error denies.
 //
-// The relay keeps no protocol state beyond the calls in flight, so it works
-// with every protocol version, including 2026-07-28, which has no
-// initialize handshake (the server's identity then comes from
-// io.modelcontextprotocol/serverInfo in result _meta).
+// The relay keeps no protocol state beyond the requests in flight and the
+// tools' input schemas, so it works with every protocol version, including
+// 2026-07-28, which has no initialize handshake (the server's identity
+// then comes from io.modelcontextprotocol/serverInfo in result _meta).
 package mcp
 
 import (
@@ -92,7 +95,9 @@ type Config struct {
 	Keys         *pic.Keyring
 	PICLimits    pic.Limits
 	// Grace is how long Run waits for the server to exit after closing its
-	// stdin before SIGTERM, and after SIGTERM before SIGKILL. 0 means 2s.
+	// stdin before SIGTERM, after SIGTERM before SIGKILL (both to its
+	// process group), and after SIGKILL before it stops reading the
+	// server's stdout. 0 means 2s.
 	Grace time.Duration
 	// Logger receives one line per decided call; nil discards.
 	Logger *slog.Logger

@@ -339,3 +339,28 @@ func (g *gen) value(b *strings.Builder, depth int, level genLevel, name string) 
 		}
 	}
 }
+
+// BenchmarkReadClient measures the relay's reading of one tools/call (the
+// scan for what parsers read differently and the strict parse): a
+// micro-benchmark of that function alone.
+func BenchmarkReadClient(b *testing.B) {
+	tl := fuzzTools(b)
+	line := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"path":"/tmp/x","n":42,"opts":{"kind":"a"}}}}` + "\n")
+	for b.Loop() {
+		if _, ref := readClient(line, tl); ref != nil {
+			b.Fatal(ref.why)
+		}
+	}
+}
+
+// BenchmarkReadServer measures the relay's reading of one tools/call
+// response and its output hash: a micro-benchmark of those functions.
+func BenchmarkReadServer(b *testing.B) {
+	msg := inMemory([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"message\":\"hello\",\"n\":42}"}],"isError":false}}` + "\n"))
+	for b.Loop() {
+		sv := readServer(msg)
+		if sv.refused != "" || sv.drop != "" || !strings.HasPrefix(sv.outputHash(msg), "sha256:") {
+			b.Fatal(sv.refused, sv.drop)
+		}
+	}
+}
