@@ -286,7 +286,7 @@ func (s *scanner) object(depth int, pos position) error {
 	if top && s.rd.batch {
 		s.rd.elems = append(s.rd.elems, nil)
 	}
-	var names []string
+	var names siblings
 	c, err := s.spaceNext()
 	if err != nil || c == '}' {
 		return err
@@ -299,8 +299,7 @@ func (s *scanner) object(depth int, pos position) error {
 		if err != nil {
 			return err
 		}
-		s.checkName(name, names, pos.routed())
-		names = append(names, name)
+		s.checkName(name, &names, pos.routed())
 		if c, err = s.spaceNext(); err != nil || c != ':' {
 			return errNotJSON
 		}
@@ -344,22 +343,54 @@ func (s *scanner) object(depth int, pos position) error {
 	}
 }
 
+// siblings are the member names of one object read so far: a list while
+// it is short, then a set of their fold keys.
+type siblings struct {
+	list  []string
+	folds map[string]string // foldKey → name
+}
+
+// maxSiblingList is the number of members compared pairwise before the
+// fold keys are kept in a set.
+const maxSiblingList = 16
+
+// add adds name and returns a sibling it folds like, if any.
+func (n *siblings) add(name string) (string, bool) {
+	if n.folds == nil {
+		for _, o := range n.list {
+			if foldEqual(name, o) {
+				return o, true
+			}
+		}
+		if n.list = append(n.list, name); len(n.list) <= maxSiblingList {
+			return "", false
+		}
+		n.folds = make(map[string]string, 2*maxSiblingList)
+		for _, o := range n.list[:len(n.list)-1] {
+			n.folds[foldKey(o)] = o
+		}
+	}
+	k := foldKey(name)
+	if o, ok := n.folds[k]; ok {
+		return o, true
+	}
+	n.folds[k] = name
+	return "", false
+}
+
 // checkName checks a member name against its siblings' and, where a
 // server routes on it, against the protocol's member names.
-func (s *scanner) checkName(name string, siblings []string, routed bool) {
+func (s *scanner) checkName(name string, names *siblings, routed bool) {
 	if name == "__proto__" {
 		s.flag(routed, "a member is named __proto__")
-		return
 	}
-	for _, o := range siblings {
-		if foldEqual(name, o) {
-			if o == name {
-				s.flag(routed, "duplicate member %q", name)
-			} else {
-				s.flag(routed, "members %q and %q name the same field for case-insensitive decoders", o, name)
-			}
-			return
+	if o, ok := names.add(name); ok {
+		if o == name {
+			s.flag(routed, "duplicate member %q", name)
+		} else {
+			s.flag(routed, "members %q and %q name the same field for case-insensitive decoders", o, name)
 		}
+		return
 	}
 	if routed {
 		if p, ok := protocolName(name); ok {
@@ -471,6 +502,10 @@ func decodeName(raw []byte) string {
 	return s
 }
 
+// maxNumberLen bounds a number literal: longer ones are not JSON the
+// relay relays.
+const maxNumberLen = 1 << 10
+
 // number scans a number whose first byte is c and notes whether every
 // parser reads the same value from it.
 func (s *scanner) number(c byte) error {
@@ -484,14 +519,10 @@ func (s *scanner) number(c byte) error {
 			s.unread()
 			break
 		}
-		if len(lit) <= 64 {
-			lit = append(lit, c)
+		if len(lit) >= maxNumberLen {
+			return errNotJSON
 		}
-	}
-	if len(lit) > 64 {
-		// Too long to check here, and no serializer writes it.
-		s.rd.inexact = true
-		return nil
+		lit = append(lit, c)
 	}
 	if !validNumber(lit) {
 		return errNotJSON

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode"
@@ -105,5 +106,24 @@ func TestInputSchema(t *testing.T) {
 	}
 	if why := r.tools.checkArguments("small", map[string]any{"s": 1, "T": 2}); why != "" {
 		t.Fatalf(`checkArguments(small, {"s":1,"T":2}) = %q, want ""`, why)
+	}
+}
+
+// TestReadingWideObject: an object with many members is checked with a
+// set of fold keys (pairwise, 50,000 members would take minutes), and a
+// fold collision after the first members is still found.
+func TestReadingWideObject(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":{`)
+	for i := range 50_000 {
+		fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+	}
+	clean := b.String() + `"last":0}}}`
+	if rd := readBytes([]byte(clean)); rd.err != nil || rd.ambiguous != "" {
+		t.Fatalf("read(wide object) = %v, %q; want no ambiguity", rd.err, rd.ambiguous)
+	}
+	folded := b.String() + `"K49999":0}}}`
+	if rd := readBytes([]byte(folded)); !strings.Contains(rd.ambiguous, `"k49999" and "K49999"`) {
+		t.Fatalf("read(wide object with k49999 and K49999).ambiguous = %q", rd.ambiguous)
 	}
 }
