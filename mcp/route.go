@@ -83,8 +83,8 @@ func (r *relay) fromClient(ctx context.Context, line []byte) error {
 // A clientMsg is a client message every parser reads as the relay does.
 type clientMsg struct {
 	m       map[string]any
-	request bool   // it has a method: a request or a notification
-	method  string //
+	request bool // it has a method: a request or a notification
+	method  string
 	id      []byte // the id's JCS form; nil for a notification
 	line    []byte // what is forwarded
 	call    *callMsg
