@@ -48,14 +48,14 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 	select {
 	case relayErr = <-clientDone:
 	case err := <-p.outDone:
-		p.outDone <- err // for stop
+		p.outDone <- err // for stopProcess
 		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 			relayErr = err
 		}
 	case <-ctx.Done():
 		relayErr = ctx.Err()
 	}
-	code, werr := p.stop(cfg.Grace, r.log)
+	code, werr := p.stopProcess(cfg.Grace, r.log)
 	r.end()
 	if _, err := cfg.Gate.Record(gate.Event{HookEvent: receipts.SessionEnd, SessionID: cfg.SessionID, Agent: r.agent}); err != nil {
 		r.log.Error("mcp: recording the session end", "err", err)
@@ -125,7 +125,7 @@ func (p *server) kill() {
 	<-p.exited
 }
 
-// stop ends the server and returns its exit code: its stdin is closed; a
+// stopProcess ends the server and returns its exit code: its stdin is closed; a
 // server still running after grace gets SIGTERM, after another grace
 // SIGKILL, both sent to its process group (a wrapper such as sh -c, npx or
 // uvx leaves its children there). "Running" means the process has not
@@ -133,8 +133,8 @@ func (p *server) kill() {
 // The wait after SIGKILL is bounded too: the relay then stops reading the
 // server's stdout (a process outside the group may still hold it), and,
 // should the process itself not be reaped, gives up on its status. Once
-// stop returns, the server loop has ended.
-func (p *server) stop(grace time.Duration, log *slog.Logger) (int, error) {
+// stopProcess returns, the server loop has ended.
+func (p *server) stopProcess(grace time.Duration, log *slog.Logger) (int, error) {
 	p.stdin.Close()
 	var status error
 	exited, outEnded := false, false
