@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,4 +194,113 @@ func TestEndToEnd(t *testing.T) {
 	if vout, err := v.CombinedOutput(); err != nil {
 		t.Fatalf("docket verify: %v\n%s", err, vout)
 	}
+}
+
+// TestTypeScriptView relays the seed corpus of FuzzClientView, through the
+// built docket mcp, to a server that reads every message as the TypeScript
+// SDK does (testdata/tsview.mjs: JSON.parse and the SDK's zod schemas).
+// Every tools/call it reads must be one the gate allowed, in order, with
+// the tool, the arguments and the id its decision receipt names.
+func TestTypeScriptView(t *testing.T) {
+	nm := nodeModules(t)
+	docket := buildDocket(t)
+	project := t.TempDir()
+	st := store.Open(project)
+	priv, kf := receipts.GenerateKey()
+	if err := os.MkdirAll(st.PolicyDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := receipts.WriteKeyFile(st.KeyPath(), kf); err != nil {
+		t.Fatal(err)
+	}
+	pol, _, err := mcp.TrustServer(policy.Default, "ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(st.PolicyDir(), "docket.cedar"), pol, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	schema, view := filepath.Join(dir, "schema.json"), filepath.Join(dir, "view.jsonl")
+	if err := os.WriteFile(schema, mcp.ToolSchemaT(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(docket, "mcp", "-dir", project, "-name", "ts", "-session", "ts", "--", "node", "testdata/tsview.mjs", view, schema)
+	cmd.Env = append(os.Environ(), "DOCKET_MCP_NODE_MODULES="+nm)
+	cmd.Stderr = os.Stderr
+	in, _ := cmd.StdinPipe()
+	outR, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out := bufio.NewScanner(outR)
+	out.Buffer(make([]byte, 1<<20), 1<<20)
+	// Each line is followed by a ping: once its answer is back, the line
+	// was handled (the relay and the server answer in order).
+	send := func(i int, line []byte) {
+		barrier := fmt.Sprintf(`{"jsonrpc":"2.0","id":"barrier-%d","method":"ping"}`, i)
+		if _, err := in.Write(append(append(line, '\n'), barrier+"\n"...)); err != nil {
+			t.Fatal(err)
+		}
+		for out.Scan() {
+			if strings.Contains(out.Text(), fmt.Sprintf(`"id":"barrier-%d"`, i)) {
+				return
+			}
+		}
+		t.Fatalf("docket mcp ended before answering line %d: %v", i, out.Err())
+	}
+	send(0, []byte(`{"jsonrpc":"2.0","id":"list","method":"tools/list"}`))
+	corpus := mcp.ReadCorpus(t, "FuzzClientView")
+	for i, line := range corpus {
+		send(i+1, line)
+	}
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("docket mcp: %v", err)
+	}
+
+	lines, err := st.Receipts("ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var allows []receipts.Payload
+	for i, r := range receipts.VerifyChain(lines, receipts.Options{Keys: receipts.PinnedKey(priv.Public().(ed25519.PublicKey)), SessionID: "ts"}) {
+		if r.Outcome != receipts.Valid {
+			t.Fatalf("receipt %d: %v %s", i+1, r.Outcome, r.Detail)
+		}
+		var env struct{ Payload receipts.Payload }
+		_ = json.Unmarshal(lines[i], &env)
+		if env.Payload.HookEvent == receipts.PreToolUse && env.Payload.Decision == "allow" {
+			allows = append(allows, env.Payload)
+		}
+	}
+	data, err := os.ReadFile(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []map[string]any
+	for _, l := range receipts.SplitLines(data) {
+		var v map[string]any
+		if err := json.Unmarshal(l, &v); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case v["kind"] == "invalid-call":
+			t.Errorf("the relay forwarded a tools/call the TypeScript SDK does not read as one: %s", l)
+		case v["method"] == "tools/call":
+			calls = append(calls, v)
+		}
+	}
+	if len(calls) != len(allows) || len(calls) == 0 {
+		t.Fatalf("the TypeScript server read %d tools/call, the gate allowed %d", len(calls), len(allows))
+	}
+	for i, c := range calls {
+		a := allows[i]
+		id, _ := receipts.Canonicalize(c["id"])
+		in, _ := receipts.HashJSON(c["arguments"])
+		if a.ToolName != "mcp__ts__"+c["name"].(string) || a.ToolUseID != "jsonrpc:"+string(id) || a.ToolInputHash != in {
+			t.Errorf("the TypeScript SDK read call %d as %v (input %s); the gate decided %s %s %s", i, c, in, a.ToolName, a.ToolUseID, a.ToolInputHash)
+		}
+	}
+	t.Logf("%d corpus lines, %d calls read alike by the TypeScript SDK and the gate", len(corpus), len(calls))
 }

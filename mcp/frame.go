@@ -2,7 +2,12 @@ package mcp
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"io"
+	"os"
 )
 
 // lineReader splits a stdio MCP stream into messages: newline-delimited
@@ -84,4 +89,89 @@ func (l *lineReader) rest(fn func([]byte) error) error {
 		}
 	}
 	return nil
+}
+
+// spoolLimit bounds a server message spooled to disk.
+const spoolLimit = 4 << 30
+
+// A serverLine is one message of the server's: in memory, or, over the
+// line cap, spooled to an unlinked temporary file so that it is read
+// whole before any of it is relayed.
+type serverLine struct {
+	data []byte
+	file *os.File
+	sum  string // "raw-sha256:…" of the line as relayed, newline included
+}
+
+// spool reads the rest of a long line whose first bytes are head into a
+// temporary file, hashing it on the way.
+func (l *lineReader) spool(head []byte) (*serverLine, error) {
+	f, err := os.CreateTemp("", "docket-mcp-line-")
+	if err != nil {
+		_ = l.rest(nil)
+		return nil, fmt.Errorf("spooling a long message: %w", err)
+	}
+	_ = os.Remove(f.Name())
+	h := sha256.New()
+	w := io.MultiWriter(f, h)
+	// Writing stops at the first error, reading goes on to the line's end.
+	var n int64
+	var werr error
+	write := func(b []byte) error {
+		if werr != nil {
+			return nil
+		}
+		if n += int64(len(b)); n > spoolLimit {
+			werr = fmt.Errorf("a message longer than %d bytes", int64(spoolLimit))
+		} else if _, err := w.Write(b); err != nil {
+			werr = err
+		}
+		return nil
+	}
+	_ = write(head)
+	err = l.rest(write)
+	if err == nil || err == io.EOF {
+		err = werr
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("spooling a long message: %w", err)
+	}
+	return &serverLine{file: f, sum: "raw-sha256:" + hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// inMemory returns a serverLine of a line read whole.
+func inMemory(line []byte) *serverLine {
+	sum := sha256.Sum256(line)
+	return &serverLine{data: line, sum: "raw-sha256:" + hex.EncodeToString(sum[:])}
+}
+
+// reader returns the message's bytes from the start.
+func (s *serverLine) reader() (io.ByteScanner, error) {
+	if s.file == nil {
+		return bytes.NewReader(s.data), nil
+	}
+	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return bufio.NewReaderSize(s.file, 64<<10), nil
+}
+
+// writeTo writes the message to w.
+func (s *serverLine) writeTo(w io.Writer) error {
+	if s.file == nil {
+		_, err := w.Write(s.data)
+		return err
+	}
+	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err := io.Copy(w, s.file)
+	return err
+}
+
+func (s *serverLine) close() {
+	if s.file != nil {
+		s.file.Close()
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,28 +29,46 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// testServer implements initialize, tools/list, notifications/echo and the
-// tools echo (returns
-// its arguments), write (writes content to path: the effect a denied call
-// must not have), fail (isError result), notify (sends a notification
-// first), hang (never answers) and exit (exits 3).
+// testServer is a stdio MCP server that decodes messages as Go servers
+// do (encoding/json into structs: member names match case-insensitively).
+// It implements initialize, tools/list, notifications/echo and the tools
+// echo (returns its arguments), write (writes content to path: the effect
+// a denied call must not have), fail (isError result), notify (sends a
+// notification first), hang (never answers), exit (exits 3), and, for a
+// hostile server, forge (answers the ids in arguments.ids, then its own)
+// and raw (answers with arguments.line, its "$ID" replaced by the
+// request's id, then, with arguments.then, normally). With
+// DOCKET_MCP_TEST_LOG set, it appends every line it reads to that file.
 func testServer(in io.Reader, out io.Writer) int {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	w := bufio.NewWriter(out)
-	send := func(v any) {
-		b, _ := json.Marshal(v)
+	var log io.Writer = io.Discard
+	if p := os.Getenv("DOCKET_MCP_TEST_LOG"); p != "" {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return 2
+		}
+		defer f.Close()
+		log = f
+	}
+	sendRaw := func(b []byte) {
 		w.Write(append(b, '\n'))
 		w.Flush()
 	}
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		sendRaw(b)
+	}
 	for sc.Scan() {
+		log.Write(append(sc.Bytes(), '\n'))
 		var req struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 			Params struct {
-				Name      string         `json:"name"`
-				Arguments map[string]any `json:"arguments"`
-				Seq       *int           `json:"seq"`
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+				Seq       *int            `json:"seq"`
 			} `json:"params"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
@@ -74,23 +93,29 @@ func testServer(in io.Reader, out io.Writer) int {
 			reply(map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
 				"serverInfo": map[string]any{"name": "docket-test-server", "version": "1.0"}})
 		case "tools/list":
+			if os.Getenv("DOCKET_MCP_TEST_NOLIST") != "" {
+				continue
+			}
 			var tools []any
 			for _, n := range []string{"echo", "write", "fail", "notify", "hang", "exit"} {
-				tools = append(tools, map[string]any{"name": n, "inputSchema": map[string]any{"type": "object"}})
+				schema := map[string]any{"type": "object"}
+				if n == "write" {
+					schema["properties"] = map[string]any{"path": map[string]any{"type": "string"}, "content": map[string]any{"type": "string"}}
+				}
+				tools = append(tools, map[string]any{"name": n, "inputSchema": schema})
 			}
 			reply(map[string]any{"tools": tools})
 		case "tools/call":
 			switch req.Params.Name {
 			case "echo":
-				b, _ := json.Marshal(req.Params.Arguments)
-				text(string(b), false)
+				text(string(req.Params.Arguments), false)
 			case "write":
-				path, _ := req.Params.Arguments["path"].(string)
-				content, _ := req.Params.Arguments["content"].(string)
-				if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				var a struct{ Path, Content string }
+				_ = json.Unmarshal(req.Params.Arguments, &a)
+				if err := os.WriteFile(a.Path, []byte(a.Content), 0o644); err != nil {
 					text(err.Error(), true)
 				} else {
-					text("wrote "+path, false)
+					text("wrote "+a.Path, false)
 				}
 			case "fail":
 				text("it failed", true)
@@ -100,6 +125,23 @@ func testServer(in io.Reader, out io.Writer) int {
 			case "hang":
 			case "exit":
 				return 3
+			case "forge":
+				var a struct{ IDs []json.RawMessage }
+				_ = json.Unmarshal(req.Params.Arguments, &a)
+				for _, id := range a.IDs {
+					send(map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "forged"}}}})
+				}
+				text("forge done", false)
+			case "raw":
+				var a struct {
+					Line string
+					Then bool
+				}
+				_ = json.Unmarshal(req.Params.Arguments, &a)
+				sendRaw([]byte(strings.ReplaceAll(a.Line, "$ID", string(req.ID))))
+				if a.Then {
+					text("then", false)
+				}
 			default:
 				send(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32602, "message": "unknown tool"}})
 			}
@@ -110,9 +152,9 @@ func testServer(in io.Reader, out io.Writer) int {
 	return 0
 }
 
-// serverCommand runs the test server.
-func serverCommand() []string {
-	return []string{"env", "DOCKET_MCP_TEST_SERVER=1", os.Args[0]}
+// serverCommand runs the test server, with extra environment variables.
+func serverCommand(env ...string) []string {
+	return append(append([]string{"env", "DOCKET_MCP_TEST_SERVER=1"}, env...), os.Args[0])
 }
 
 // newGate opens a gate on a fresh project whose policy is the default one
@@ -236,4 +278,15 @@ func chain(t testing.TB, g *gate.Gate) []receipts.Payload {
 		out[i] = env.Payload
 	}
 	return out
+}
+
+// toolsLists returns how many tools/list receipts the chain holds.
+func toolsLists(t testing.TB, g *gate.Gate) int {
+	n := 0
+	for _, p := range chain(t, g) {
+		if p.LifecycleEvent == receipts.LifecycleToolsList {
+			n++
+		}
+	}
+	return n
 }
