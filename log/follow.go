@@ -119,6 +119,9 @@ func (l *Log) follow(ctx context.Context) error {
 func (l *Log) index(ctx context.Context, from uint64, hashes []leafHash) error {
 	end := from + uint64(len(hashes))
 	dups, err := l.idx.Add(ctx, from, hashes)
+	if ctx.Err() == nil {
+		l.writes.record(writeIndexing, err)
+	}
 	if err != nil {
 		return fmt.Errorf("indexing [%d, %d): %w", from, end, err)
 	}

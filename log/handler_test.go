@@ -25,6 +25,7 @@ func TestErrorsAreJSON(t *testing.T) {
 	backends(t, func(t *testing.T, dir string) {
 		l, _ := newTestLog(t, dir, func(c *Config) { c.MaxCheckpointAge = time.Nanosecond })
 		defer l.Close(context.Background())
+		l.sequenced.Store(1 << 40) // as if entries were sequenced that no checkpoint covers
 		srv := httptest.NewServer(l.Handler())
 		defer srv.Close()
 		tests := []struct {
@@ -43,6 +44,12 @@ func TestErrorsAreJSON(t *testing.T) {
 			{"GET", "/tile/0/0001", 404, codeNotFound},
 			{"GET", "/tile/entries/x", 404, codeNotFound},
 			{"GET", "/health", 503, codeStale},
+			{"OPTIONS", "/add", 405, codeMethod},
+			{"TRACE", "/checkpoint", 405, codeMethod},
+			{"BREW", "/health", 405, codeMethod},
+			{"GET", "/./checkpoint", 404, codeNotFound},
+			{"GET", "/tile/../checkpoint", 404, codeNotFound},
+			{"GET", "/tile", 404, codeNotFound},
 		}
 		for _, tt := range tests {
 			t.Run(tt.method+" "+tt.path, func(t *testing.T) {

@@ -162,6 +162,16 @@ func Open(ctx context.Context, dsn string, opts Options) (*Storage, error) {
 	return s, nil
 }
 
+// Probe reports whether the database takes a write now: it commits a
+// write to the DocketProbe table (a read-only server, a full table space,
+// a lost connection or a lock held too long make it fail, within ctx).
+func (s *Storage) Probe(ctx context.Context) error {
+	if _, err := s.DB.ExecContext(ctx, "REPLACE INTO `DocketProbe` (`id`, `at`) VALUES (0, ?)", time.Now().UnixMilli()); err != nil {
+		return fmt.Errorf("mysql: writing the probe: %w", err)
+	}
+	return nil
+}
+
 // Close closes the index and the connection pool. The log using the
 // storage must be closed first.
 func (s *Storage) Close() error {

@@ -118,6 +118,18 @@ func TestSchema(t *testing.T) {
 	if err := s.DB.QueryRow("SELECT version FROM DocketSchema WHERE id = 0").Scan(&v); err != nil || v != mysql.SchemaVersion {
 		t.Fatalf("recorded schema version = %d, %v; want %d", v, err, mysql.SchemaVersion)
 	}
+	if err := s.Probe(t.Context()); err != nil {
+		t.Fatalf("Probe() = %v, want nil", err)
+	}
+	// A version 1 database (before DocketProbe) is migrated.
+	for _, q := range []string{"DROP TABLE DocketProbe", "UPDATE DocketSchema SET version = 1 WHERE id = 0"} {
+		if _, err := s.DB.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := open(t, dsn, mysql.Options{}).Probe(t.Context()); err != nil {
+		t.Fatalf("Probe() after migrating from version 1 = %v, want nil", err)
+	}
 	if _, err := s.DB.Exec("UPDATE DocketSchema SET version = ? WHERE id = 0", mysql.SchemaVersion+1); err != nil {
 		t.Fatal(err)
 	}

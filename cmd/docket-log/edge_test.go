@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/docketlog/docket/log/logtest"
+)
+
+// TestEveryAnswerIsJSON sends the binary requests of every kind that is
+// not a well-formed read or write (unknown paths and methods, CONNECT,
+// OPTIONS, TRACE, non-canonical paths, HTTP/1.0, declared and chunked
+// bodies over the limit, the wrong media type, and requests net/http
+// refuses before any handler runs) and checks that each answer is the
+// documented JSON error (DESIGN §3.5), with Allow on 405.
+func TestEveryAnswerIsJSON(t *testing.T) {
+	tl := newTestLog(t)
+	tl.start(t, "-max-checkpoint-age", "1h")
+	is := newIssuer()
+	entry := string(is.entry(t, "edge", 1))
+	chunk := "8000\r\n" + strings.Repeat("a", 0x8000) + "\r\n"
+	tests := []struct {
+		name   string
+		req    string
+		status int
+		code   string
+		allow  string
+	}{
+		{"unknown path", "GET /nope HTTP/1.1\r\nHost: log\r\n\r\n", 404, "not_found", ""},
+		{"root", "GET / HTTP/1.1\r\nHost: log\r\n\r\n", 404, "not_found", ""},
+		{"HEAD unknown path", "HEAD /nope HTTP/1.1\r\nHost: log\r\n\r\n", 404, "", ""},
+		{"dot segment", "GET /./checkpoint HTTP/1.1\r\nHost: log\r\n\r\n", 404, "not_found", ""},
+		{"double slash", "GET //checkpoint HTTP/1.1\r\nHost: log\r\n\r\n", 404, "not_found", ""},
+		{"dot-dot", "GET /tile/../checkpoint HTTP/1.1\r\nHost: log\r\n\r\n", 404, "not_found", ""},
+		{"tile without slash", "GET /tile HTTP/1.1\r\nHost: log\r\n\r\n", 404, "not_found", ""},
+		{"GET /add", "GET /add HTTP/1.1\r\nHost: log\r\n\r\n", 405, "method_not_allowed", "POST"},
+		{"PUT /add", "PUT /add HTTP/1.1\r\nHost: log\r\nContent-Length: 0\r\n\r\n", 405, "method_not_allowed", "POST"},
+		{"DELETE /checkpoint", "DELETE /checkpoint HTTP/1.1\r\nHost: log\r\n\r\n", 405, "method_not_allowed", "GET, HEAD"},
+		{"made-up method", "BREW /health HTTP/1.1\r\nHost: log\r\n\r\n", 405, "method_not_allowed", "GET, HEAD"},
+		{"OPTIONS /add", "OPTIONS /add HTTP/1.1\r\nHost: log\r\n\r\n", 405, "method_not_allowed", "POST"},
+		{"OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: log\r\n\r\n", 405, "method_not_allowed", "GET, HEAD, POST"},
+		{"TRACE /checkpoint", "TRACE /checkpoint HTTP/1.1\r\nHost: log\r\n\r\n", 405, "method_not_allowed", "GET, HEAD"},
+		{"CONNECT authority", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 405, "method_not_allowed", "GET, HEAD, POST"},
+		{"CONNECT path", "CONNECT /add HTTP/1.1\r\nHost: log\r\n\r\n", 405, "method_not_allowed", "GET, HEAD, POST"},
+		{"HTTP/1.0 wrong method", "GET /add HTTP/1.0\r\n\r\n", 405, "method_not_allowed", "POST"},
+		{"HTTP/1.0 malformed entry", "POST /add HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}", 400, "malformed_entry", ""},
+		{"10 GB Content-Length", "POST /add HTTP/1.1\r\nHost: log\r\nContent-Length: 10000000000\r\n\r\n", 413, "entry_too_large", ""},
+		{"10 GB Content-Length elsewhere", "POST /checkpoint HTTP/1.1\r\nHost: log\r\nContent-Length: 10000000000\r\n\r\n", 413, "entry_too_large", ""},
+		{"chunked over the limit", "POST /add HTTP/1.1\r\nHost: log\r\nTransfer-Encoding: chunked\r\n\r\n" + strings.Repeat(chunk, 3), 413, "entry_too_large", ""},
+		{"text/plain entry", "POST /add HTTP/1.1\r\nHost: log\r\nContent-Type: text/plain\r\nContent-Length: " + strconv.Itoa(len(entry)) + "\r\n\r\n" + entry, 415, "unsupported_media_type", ""},
+		{"form entry", "POST /add HTTP/1.1\r\nHost: log\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: " + strconv.Itoa(len(entry)) + "\r\n\r\n" + entry, 415, "unsupported_media_type", ""},
+		{"bad Content-Type", "POST /add HTTP/1.1\r\nHost: log\r\nContent-Type: ;;\r\nContent-Length: " + strconv.Itoa(len(entry)) + "\r\n\r\n" + entry, 415, "unsupported_media_type", ""},
+		{"no Host", "GET /checkpoint HTTP/1.1\r\n\r\n", 400, "bad_request", ""},
+		{"garbage request line", "HELLO\r\n\r\n", 400, "bad_request", ""},
+		{"bad header", "GET /checkpoint HTTP/1.1\r\nHost: log\r\nno colon\r\n\r\n", 400, "bad_request", ""},
+		{"bad Content-Length", "POST /add HTTP/1.1\r\nHost: log\r\nContent-Length: -1\r\n\r\n", 400, "bad_request", ""},
+		{"headers too large", "GET /checkpoint HTTP/1.1\r\nHost: log\r\nX-Big: " + strings.Repeat("a", 32<<10) + "\r\n\r\n", 431, "headers_too_large", ""},
+		{"unsupported Transfer-Encoding", "POST /add HTTP/1.1\r\nHost: log\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "not_implemented", ""},
+		{"HTTP/2.0 request line", "GET /checkpoint HTTP/2.0\r\nHost: log\r\n\r\n", 505, "http_version_not_supported", ""},
+		{"Expect", "POST /add HTTP/1.1\r\nHost: log\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}", 417, "expectation_failed", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := rawRequest(t, tl.addr, tt.req)
+			if resp.StatusCode != tt.status {
+				t.Errorf("%q = %d %s, want %d", tt.req[:min(len(tt.req), 60)], resp.StatusCode, body, tt.status)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("%q: Content-Type = %q, want application/json", tt.name, ct)
+			}
+			if got := resp.Header.Get("Allow"); got != tt.allow {
+				t.Errorf("%q: Allow = %q, want %q", tt.name, got, tt.allow)
+			}
+			if tt.code == "" { // HEAD: no body
+				return
+			}
+			var e map[string]any
+			if err := json.Unmarshal(body, &e); err != nil || len(e) != 2 || e["error"] != tt.code || e["message"] == "" {
+				t.Errorf("%q: body = %s, want {\"error\": %q, \"message\": …}", tt.name, body, tt.code)
+			}
+		})
+	}
+}
+
+// rawRequest sends req as it is on a new connection to addr (the body
+// written while the answer is read) and returns the answer.
+func rawRequest(t *testing.T, addr, req string) (*http.Response, []byte) {
+	t.Helper()
+	c := logtest.Dial(t, addr)
+	defer c.Close()
+	go io.WriteString(c, req) // fails once the server has closed the connection
+	method, _, _ := strings.Cut(req, " ")
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method})
+	if err != nil {
+		t.Fatalf("%q: reading the answer: %v", req[:min(len(req), 60)], err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
