@@ -28,7 +28,7 @@ type Health struct {
 var (
 	// errUnservable: the published checkpoint cannot be read from storage,
 	// or does not verify.
-	errUnservable = errors.New("the published checkpoint cannot be served")
+	errUnservable = errors.New("the log cannot serve its checkpoint")
 	// errStale: the published checkpoint is older than MaxCheckpointAge.
 	errStale = errors.New("the published checkpoint is stale")
 )

@@ -532,7 +532,11 @@ func (l *Log) sequencer(ctx context.Context) {
 		var failed error
 		for i, r := range batch {
 			res, err := futures[i]()
-			if err != nil && ctx.Err() == nil {
+			switch {
+			case err == nil || ctx.Err() != nil:
+			case errors.Is(err, tessera.ErrPushback): // none of Docket's drivers pushes back
+				err = fmt.Errorf("%w: %w", ErrOverloaded, err)
+			default:
 				err = fmt.Errorf("%w: %w", ErrNotWritable, err)
 				failed = cmp.Or(failed, err)
 			}
