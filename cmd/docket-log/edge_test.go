@@ -62,6 +62,9 @@ func TestEveryAnswerIsJSON(t *testing.T) {
 		{"headers too large", "GET /checkpoint HTTP/1.1\r\nHost: log\r\nX-Big: " + strings.Repeat("a", 32<<10) + "\r\n\r\n", 431, "headers_too_large", ""},
 		{"unsupported Transfer-Encoding", "POST /add HTTP/1.1\r\nHost: log\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "not_implemented", ""},
 		{"HTTP/2.0 request line", "GET /checkpoint HTTP/2.0\r\nHost: log\r\n\r\n", 505, "http_version_not_supported", ""},
+		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 405, "method_not_allowed", "GET, HEAD, POST"},
+		{"HTTP/0.9", "GET /checkpoint\r\n\r\n", 400, "bad_request", ""},
+		{"Content-Length and chunked", "POST /add HTTP/1.1\r\nHost: log\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "malformed_entry", ""},
 		{"Expect", "POST /add HTTP/1.1\r\nHost: log\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}", 417, "expectation_failed", ""},
 	}
 	for _, tt := range tests {
@@ -84,6 +87,54 @@ func TestEveryAnswerIsJSON(t *testing.T) {
 				t.Errorf("%q: body = %s, want {\"error\": %q, \"message\": …}", tt.name, body, tt.code)
 			}
 		})
+	}
+}
+
+// TestEveryMethodAndPath sends every method to every kind of path and
+// checks that each answer is JSON, except the tlog-tiles resources and the
+// proofs, whose formats are their own.
+func TestEveryMethodAndPath(t *testing.T) {
+	tl := newTestLog(t)
+	p := tl.start(t, "-max-checkpoint-age", "1h")
+	if r := mustPost(t, p.url, newIssuer().entry(t, "matrix", 1)); r.status != 200 {
+		t.Fatalf("POST /add = %d %s", r.status, r.body)
+	}
+	methods := []string{"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "BREW"}
+	paths := []string{"/", "/add", "/add/", "/checkpoint", "/checkpoint/", "/health", "/tile", "/tile/",
+		"/tile/0/000.p/1", "/tile/entries/000.p/1", "/tile/0/001", "/tile/0/x000/000", "/tile/entries/", "/nope",
+		"//add", "/./health", "/tile/0/../../health", "/%2e%2e/health", "/add?x=1", "/health#x"}
+	for _, m := range methods {
+		for _, path := range paths {
+			req := m + " " + path + " HTTP/1.1\r\nHost: log\r\nContent-Length: 0\r\n\r\n"
+			resp, body := rawRequest(t, tl.addr, req)
+			ct := resp.Header.Get("Content-Type")
+			if resp.StatusCode == 200 && (m == "GET" || m == "HEAD") && strings.HasPrefix(path, "/tile/") {
+				if ct != "application/octet-stream" {
+					t.Errorf("%s %s = 200 %q, want application/octet-stream", m, path, ct)
+				}
+				continue
+			}
+			if resp.StatusCode == 200 && (m == "GET" || m == "HEAD") && path == "/checkpoint" {
+				continue
+			}
+			if ct != "application/json" {
+				t.Errorf("%s %s = %d %q %q, want application/json", m, path, resp.StatusCode, ct, body)
+				continue
+			}
+			var e map[string]any
+			if m != "HEAD" && json.Unmarshal(body, &e) != nil {
+				t.Errorf("%s %s = %d %q, want a JSON body", m, path, resp.StatusCode, body)
+			}
+			if resp.StatusCode >= 400 && m != "HEAD" && (e["error"] == nil || e["message"] == nil || len(e) != 2) {
+				t.Errorf("%s %s = %d %s, want {\"error\", \"message\"}", m, path, resp.StatusCode, body)
+			}
+			if resp.StatusCode == 405 && resp.Header.Get("Allow") == "" {
+				t.Errorf("%s %s = 405 without Allow", m, path)
+			}
+			if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+				t.Errorf("%s %s = %d, want no redirect", m, path, resp.StatusCode)
+			}
+		}
 	}
 }
 
