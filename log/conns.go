@@ -18,15 +18,17 @@ import (
 //     after the other on its keep-alive connection, or paces them up to
 //     five seconds apart, is never cut off to make room for new ones.
 //   - At the cap, the connection idle longest, if idle for five seconds or
-//     more, is closed to make room for a new one. (This races with a client
-//     that reuses it at that moment, as an idle timeout does: HTTP clients
-//     retry such a request when they can tell it was not sent, and should
-//     retry POST /add otherwise, which is idempotent.)
-//   - At the cap with no connection to close, a new connection is refused:
-//     its request is answered 503 overloaded with Retry-After: 1 and the
-//     connection closed, without reaching the handler. At most a quarter of
-//     the cap (at least 16) are being refused at once; past that, new
-//     connections wait in the kernel's accept queue.
+//     more, is closed to make room for a new one, which otherwise waits
+//     until it is (or a slot frees), and the next ones wait in the kernel's
+//     accept queue. (Closing races with a client that reuses the connection
+//     at that moment, as an idle timeout does: HTTP clients retry such a
+//     request when they can tell it was not sent, and should retry POST
+//     /add otherwise, which is idempotent.)
+//   - At the cap with every admitted connection busy, a new connection is
+//     refused: its request is answered 503 overloaded with Retry-After: 1
+//     and the connection closed, without reaching the handler. At most a
+//     quarter of the cap (at least 16) are being refused at once; past
+//     that, new connections wait in the kernel's accept queue.
 //
 // Serve also makes the answers that net/http writes itself, before any
 // handler runs (a malformed request, headers over MaxHeaderBytes, an
@@ -85,7 +87,7 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 }
 
 // admit takes a slot, closing an idle connection for it if need be, or a
-// refusal token when no slot can be had now.
+// refusal token when every admitted connection is busy.
 func (l *ConnLimiter) admit() (refused bool, err error) {
 	for {
 		select {
@@ -97,15 +99,18 @@ func (l *ConnLimiter) admit() (refused bool, err error) {
 		if wait == 0 {
 			continue // a slot was freed
 		}
-		// Take a slot or a refusal token, or wait for one, or until the
-		// connection idle longest can be closed, or another goes idle.
+		// Take a slot, or wait for one until the connection idle longest
+		// can be closed or another goes idle; with none idle, take a
+		// refusal token rather than wait.
 		retry := time.NewTimer(max(wait, 0))
+		var refuse chan struct{} // nil: never ready
 		if wait < 0 {
 			retry.Stop()
+			refuse = l.refusals
 		}
 		select {
 		case l.slots <- struct{}{}:
-		case l.refusals <- struct{}{}:
+		case refuse <- struct{}{}:
 			refused = true
 		case <-l.done:
 			err = net.ErrClosed

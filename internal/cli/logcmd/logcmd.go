@@ -78,8 +78,9 @@ Options:
     -max-inflight N           concurrent POST /add before 503 (default 2048)
     -max-conns N              connections served at once (default 1024). A connection keeps its
                               place while it is busy or idle under 5s; past the limit a
-                              connection idle 5s is closed to make room, else new ones are
-                              answered 503 + Retry-After (deploy/README.md: burst capacity)
+                              connection idle 5s is closed to make room (new ones wait for
+                              that), and while all are busy new ones are answered 503 +
+                              Retry-After (deploy/README.md: burst capacity)
     -max-checkpoint-age D     /health fails past this age (default 3×republish + witness timeout)
     -pprof ADDR               serve net/http/pprof on ADDR (debugging)
     -v                        debug logging (one line per request)
