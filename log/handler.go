@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"mime"
 	"net/http"
 	"path"
 	"strconv"
@@ -31,10 +30,10 @@ import (
 // Every other answer is an error in JSON, {"error": "<code>", "message":
 // "…"}, with the status of statusOf: unknown or non-canonical paths (404,
 // never a redirect), methods a path does not serve, CONNECT, OPTIONS and
-// TRACE included (405 with Allow), an entry sent as another media type
-// than JSON (415), and, on every path, a declared Content-Length over
-// receipts.MaxEntrySize (413 at once, the body unread, then the connection
-// closed); 503 answers carry Retry-After. A POST /add whose body cannot be
+// TRACE included (405 with Allow), and, on every path, a declared
+// Content-Length over receipts.MaxEntrySize (413 at once, the body unread,
+// then the connection closed); 503 answers carry Retry-After. The body of
+// POST /add is judged on its bytes, whatever its Content-Type says. A POST /add whose body cannot be
 // read in full (cut short, or too slow for the server's ReadTimeout) is
 // answered 400 incomplete_body, or its connection is closed: never 200
 // without a proof. The answers that net/http gives before any handler runs
@@ -101,7 +100,6 @@ const (
 	codeInternal     = "internal_error"
 	codeNotFound     = "not_found"
 	codeMethod       = "method_not_allowed"
-	codeMediaType    = "unsupported_media_type"
 	codeIncomplete   = "incomplete_body"
 	codeStale        = "stale_checkpoint"
 	codeUnservable   = "checkpoint_unreadable"
@@ -160,11 +158,6 @@ func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
-		writeError(w, http.StatusUnsupportedMediaType, codeMediaType, "an entry is sent as application/json, not "+strconv.Quote(ct), 0)
-		l.logger.Info("add", "status", http.StatusUnsupportedMediaType)
-		return
-	}
 	body, err := readBody(w, r)
 	var res *Result
 	if err == nil {
@@ -204,13 +197,6 @@ func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
 	h.Set("Docket-Duplicate", strconv.FormatBool(res.Dup))
 	w.Write(res.Proof)
 	l.logger.Debug("add", "status", http.StatusOK, "index", res.Index, "dup", res.Dup, "size", res.Size, "took", time.Since(start))
-}
-
-// isJSON reports whether a Content-Type names JSON: application/json or an
-// application/…+json type, with any parameters.
-func isJSON(ct string) bool {
-	t, _, err := mime.ParseMediaType(ct)
-	return err == nil && (t == "application/json" || strings.HasPrefix(t, "application/") && strings.HasSuffix(t, "+json"))
 }
 
 // errIncompleteBody is readBody's error when the body was cut short or

@@ -130,7 +130,9 @@ func (w *writes) probe(ctx context.Context, probe func(context.Context) error) {
 //     failed append counts for 10 seconds;
 //   - the published checkpoint cannot be read from storage, or does not
 //     verify (read now, not the copy the log holds);
-//   - it is stale: none was read, or publication stopped for
+//   - it is stale: none was read, it was last read longer than
+//     MaxCheckpointAge ago (only a limit under the time a read takes makes
+//     that so, since Health reads it), or publication stopped for
 //     MaxCheckpointAge: a witnessed log's checkpoint (re-cosigned every
 //     RepublishInterval) did not change, or an unwitnessed log's does not
 //     cover entries it sequenced.
@@ -141,7 +143,7 @@ func (l *Log) Health(ctx context.Context) (Health, error) {
 		return h, err
 	}
 	readErr := l.pub.check(ctx)
-	c := l.pub.state()
+	c, checked := l.pub.state()
 	h.Size = c.size
 	if c.raw != nil {
 		h.CheckpointAgeMs = time.Since(c.at).Milliseconds()
@@ -165,6 +167,9 @@ func (l *Log) Health(ctx context.Context) (Health, error) {
 		return fail("stale", fmt.Errorf("%w: none is published yet", errStale))
 	}
 	max := l.cfg.MaxCheckpointAge
+	if d := time.Since(checked); d > max {
+		return fail("stale", fmt.Errorf("%w: it was last read %v ago, limit %v", errStale, d.Round(time.Millisecond), max))
+	}
 	if age := time.Since(c.at); age > max && (l.witnessed || l.sequenced.Load() > c.size) {
 		return fail("stale", fmt.Errorf("%w: it is %v old, limit %v", errStale, age.Round(time.Millisecond), max))
 	}

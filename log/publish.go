@@ -26,9 +26,11 @@ type publisher struct {
 	// wake ends an idle wait of watch when a request starts waiting.
 	wake chan struct{}
 
-	// latestMu guards latest, readErr, tick and tickAt.
+	// latestMu guards latest, checked, readErr, tick and tickAt.
 	latestMu sync.Mutex
 	latest   *published
+	// checked is when the published checkpoint was last read and verified.
+	checked time.Time
 	// readErr is why the latest read of the published checkpoint failed.
 	readErr error
 	// tick is closed and replaced at most every tickEvery while requests
@@ -116,6 +118,7 @@ func (p *publisher) check(ctx context.Context) error {
 	case err != nil:
 		return p.failed(errCheckpointRead, err)
 	case bytes.Equal(raw, p.latest.raw):
+		p.checked = time.Now()
 		return p.failed(nil, nil)
 	}
 	cp, _, _, err := f_log.ParseCheckpoint(raw, p.l.origin, p.l.verifier)
@@ -126,7 +129,8 @@ func (p *publisher) check(ctx context.Context) error {
 		return p.failed(errCheckpointBackward, fmt.Errorf("size %d, was %d", cp.Size, p.latest.size))
 	}
 	old := p.latest
-	p.latest = &published{size: cp.Size, raw: raw, at: time.Now(), next: make(chan struct{})}
+	p.checked = time.Now()
+	p.latest = &published{size: cp.Size, raw: raw, at: p.checked, next: make(chan struct{})}
 	close(old.next)
 	p.l.logger.Debug("checkpoint published", "size", cp.Size, "grew", cp.Size-old.size, "after", p.latest.at.Sub(old.at))
 	return p.failed(nil, nil)
@@ -146,11 +150,11 @@ func (p *publisher) failed(err, detail error) error {
 	return err
 }
 
-// state returns the latest checkpoint.
-func (p *publisher) state() *published {
+// state returns the latest checkpoint and when it was last read.
+func (p *publisher) state() (*published, time.Time) {
 	p.latestMu.Lock()
 	defer p.latestMu.Unlock()
-	return p.latest
+	return p.latest, p.checked
 }
 
 // await returns the first published checkpoint that covers index i, or

@@ -9,7 +9,7 @@ import (
 // SchemaVersion is the version of Docket's schema that this package writes
 // and reads, recorded in the DocketSchema table. Tessera's own tables carry
 // Tessera's compatibility version (the Tessera table).
-const SchemaVersion = 2
+const SchemaVersion = 1
 
 // tesseraSchema is the schema of Tessera v1.0.4's MySQL driver
 // (storage/mysql/schema.sql), which its New expects and does not create.
@@ -22,7 +22,7 @@ var tesseraSchema = []string{
 	"CREATE TABLE IF NOT EXISTS `TiledLeaves` (`tile_index` BIGINT UNSIGNED NOT NULL, `size` SMALLINT UNSIGNED NOT NULL, `data` LONGBLOB NOT NULL, PRIMARY KEY (`tile_index`))",
 }
 
-// docketSchema is version 2 of Docket's own tables:
+// docketSchema is version 1 of Docket's own tables:
 //
 //   - DocketLeaves: the strict dedup index, leaf hash → first index, unique
 //     on the hash;
@@ -33,17 +33,12 @@ var tesseraSchema = []string{
 //     committed). A claim need not outlive its writer, nor a server
 //     restart: the table is in memory (ENGINE=MEMORY), so claiming costs
 //     no log flush;
-//   - the DocketPublishSlack trigger: see PublishSlack;
-//   - DocketProbe (new in version 2): one row that Storage.Probe writes.
-//
-// Each statement leaves an object that exists alone, so that running them
-// all migrates any older version.
+//   - the DocketPublishSlack trigger: see PublishSlack.
 var docketSchema = []string{
 	"CREATE TABLE IF NOT EXISTS `DocketLeaves` (`hash` BINARY(32) NOT NULL, `idx` BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`hash`), KEY `idx` (`idx`))",
 	"CREATE TABLE IF NOT EXISTS `DocketIndexState` (`id` TINYINT UNSIGNED NOT NULL, `covered` BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`id`))",
 	"INSERT IGNORE INTO `DocketIndexState` (`id`, `covered`) VALUES (0, 0)",
 	"CREATE TABLE IF NOT EXISTS `DocketClaims` (`hash` BINARY(32) NOT NULL, `owner` BIGINT UNSIGNED NOT NULL, `claimed_at` BIGINT NOT NULL, PRIMARY KEY (`hash`)) ENGINE=MEMORY",
-	"CREATE TABLE IF NOT EXISTS `DocketProbe` (`id` TINYINT UNSIGNED NOT NULL, `at` BIGINT NOT NULL, PRIMARY KEY (`id`))",
 	fmt.Sprintf("CREATE TRIGGER IF NOT EXISTS `DocketPublishSlack` BEFORE INSERT ON `Checkpoint` FOR EACH ROW SET NEW.`published_at` = NEW.`published_at` - %d", PublishSlack.Milliseconds()),
 }
 
@@ -77,9 +72,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("the database has Docket schema version %d, newer than this docket-log's %d: upgrade docket-log", v, SchemaVersion)
 	}
 	if v == SchemaVersion {
-		return nil
+		return addTables(ctx, conn)
 	}
-	// Version 0 (a new database, or one that only Tessera used), or 1 → 2.
+	// Version 0 (a new database, or one that only Tessera used) → 1.
 	for _, s := range append(tesseraSchema, docketSchema...) {
 		if _, err := conn.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("creating the schema: %w", err)
@@ -87,6 +82,25 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	if _, err := conn.ExecContext(ctx, "REPLACE INTO `DocketSchema` (`id`, `version`) VALUES (0, ?)", SchemaVersion); err != nil {
 		return err
+	}
+	return addTables(ctx, conn)
+}
+
+// addedTables are tables added since version 1 that no docket-log needs
+// to find, so they need no new version (which would make older writers
+// refuse the database during a rolling upgrade): each start creates them
+// if they are missing.
+//
+//   - DocketProbe: the one row that Storage.Probe rewrites.
+var addedTables = []string{
+	"CREATE TABLE IF NOT EXISTS `DocketProbe` (`id` TINYINT UNSIGNED NOT NULL, `at` BIGINT NOT NULL, PRIMARY KEY (`id`))",
+}
+
+func addTables(ctx context.Context, conn *sql.Conn) error {
+	for _, s := range addedTables {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("creating the schema: %w", err)
+		}
 	}
 	return nil
 }

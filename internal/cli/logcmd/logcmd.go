@@ -43,8 +43,8 @@ API:
                                    400 malformed or incomplete body, 413 too large (checked
                                    against Content-Length first), 422 bad signature or kid,
                                    401 missing or bad token, 403 issuer not allowed,
-                                   415 not sent as JSON, 503 + Retry-After overloaded,
-                                   storage not writable, or no checkpoint in time
+                                   503 + Retry-After overloaded, storage not writable,
+                                   or no checkpoint in time
     GET  /checkpoint, /tile/...    C2SP tlog-tiles
     GET  /health                   200 while the log can accept and serve entries; 503
                                    not_writable (a write to storage failed and none has
