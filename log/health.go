@@ -40,14 +40,14 @@ const (
 	writeProbe      = "probe"
 )
 
-// probeEvery bounds how often Health runs Config.Probe, and probeTimeout
-// how long one probe may take. unprobedHold is how long a failed append
-// counts when there is no probe to tell when writes succeed again: with
-// /health failing, a load balancer sends no write that could.
+// probeTimeout bounds one run of Config.Probe, and probeFreshness is how
+// old the write may be that its answer reflects. unprobedHold is how long a
+// failed append counts when there is no probe to tell when writes succeed
+// again: with /health failing, a load balancer sends no write that could.
 const (
-	probeEvery   = time.Second
-	probeTimeout = 2 * time.Second
-	unprobedHold = 10 * time.Second
+	probeTimeout   = 2 * time.Second
+	probeFreshness = time.Second
+	unprobedHold   = 10 * time.Second
 )
 
 // writes records the log's failed writes to storage for Health. Its
@@ -59,10 +59,6 @@ type writes struct {
 	// since the last success of that kind.
 	failedMu sync.Mutex
 	failed   map[string]writeFailure
-
-	// probeMu is held while a probe runs, and guards probedAt.
-	probeMu  sync.Mutex
-	probedAt time.Time
 }
 
 type writeFailure struct {
@@ -71,8 +67,9 @@ type writeFailure struct {
 }
 
 // record notes the outcome of a write of a kind. A success of the probe
-// also ends a failure of sequencing, which cannot retry by itself while
-// /health keeps writers away.
+// also ends a failure of sequencing that is older than probeFreshness (so
+// that the probe wrote after it), since sequencing cannot retry by itself
+// while /health keeps writers away.
 func (w *writes) record(kind string, err error) {
 	w.failedMu.Lock()
 	defer w.failedMu.Unlock()
@@ -83,12 +80,8 @@ func (w *writes) record(kind string, err error) {
 		w.failed[kind] = writeFailure{err, time.Now()}
 		return
 	}
-	kinds := []string{kind}
-	if kind == writeProbe {
-		kinds = append(kinds, writeSequencing)
-	}
-	for _, k := range kinds {
-		if _, ok := w.failed[k]; ok {
+	for k, f := range w.failed {
+		if k == kind || kind == writeProbe && k == writeSequencing && time.Since(f.at) > probeFreshness {
 			delete(w.failed, k)
 			w.logger.Info("storage writes succeed again", "write", k)
 		}
@@ -108,17 +101,11 @@ func (w *writes) failure(probed bool) (string, writeFailure, bool) {
 	return "", writeFailure{}, false
 }
 
-// probe runs probe unless one ran within probeEvery, and records it.
+// probe runs probe, bounded by probeTimeout, and records it.
 func (w *writes) probe(ctx context.Context, probe func(context.Context) error) {
-	w.probeMu.Lock()
-	defer w.probeMu.Unlock()
-	if time.Since(w.probedAt) < probeEvery {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
 	w.record(writeProbe, probe(ctx))
-	w.probedAt = time.Now()
 }
 
 // Health returns the log's state, and an error if the log cannot accept
@@ -126,8 +113,8 @@ func (w *writes) probe(ctx context.Context, probe func(context.Context) error) {
 //
 //   - ErrNotWritable: a write to storage (an appended batch, the dedup
 //     index) failed and none of that kind has succeeded since, or
-//     Config.Probe fails (it runs at most every second); without a Probe, a
-//     failed append counts for 10 seconds;
+//     Config.Probe fails; without a Probe, a failed append counts for 10
+//     seconds;
 //   - the published checkpoint cannot be read from storage, or does not
 //     verify (read now, not the copy the log holds);
 //   - it is stale: none was read, it was last read longer than

@@ -93,7 +93,11 @@ type Config struct {
 
 	// Probe, if set, reports whether the storage can take a write now (for
 	// posix.Storage: free space, and a small file written durably). Health
-	// runs it at most every second, bounded by 2s.
+	// runs it on every call, bounded by 2s, so it must be cheap or bound
+	// its own cost; its answer must reflect a write made within the last
+	// second (posix.Storage and mysql.Storage write at most once a second,
+	// and answer as the last write went in between). A probe that succeeds
+	// ends a failure of sequencing more than a second old.
 	Probe func(context.Context) error
 	// Cleanup, if set, removes what failed writes left in the storage
 	// (Tessera's temporary files). The log calls it between two batches,

@@ -85,11 +85,12 @@ func temporaries(t *testing.T, dir string) []string {
 }
 
 // TestHealthFullDisk runs the binary on a real file system that fills up
-// (a small tmpfs, so root only): while the disk is full and every write
-// fails, /health answers 503 not_writable (a load balancer sends no more
-// writes) and POST /add 503 with Retry-After, and the temporary files of
-// Tessera's failed writes are removed at once; once space is freed,
-// /health is ok again and the same entries get their proofs.
+// (a small tmpfs, so root only): as soon as the disk is full, and while
+// every write fails, /health answers 503 not_writable (a load balancer
+// sends no more writes) and POST /add 503 with Retry-After, and the
+// temporary files of Tessera's failed writes are removed at once; once
+// space is freed, /health is ok again and the same entries get their
+// proofs.
 func TestHealthFullDisk(t *testing.T) {
 	disk := logtest.SmallDisk(t, 16<<20)
 	storage := filepath.Join(disk, "data")
@@ -110,6 +111,10 @@ func TestHealthFullDisk(t *testing.T) {
 	}
 
 	filler := logtest.FillDisk(t, disk)
+	// Before any entry fails: the probe finds the disk full.
+	if status, code := health(t, p.url); status != 503 || code != "not_writable" {
+		t.Errorf("GET /health at once on a full disk = %d %s, want 503 not_writable", status, code)
+	}
 	var pending [][]byte
 	for i := range 5 {
 		leaf := is.entry(t, "full", int64(i+1))

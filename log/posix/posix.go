@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,6 +40,12 @@ type Storage struct {
 	dir    string
 	logger *slog.Logger
 	lock   *os.File
+
+	// probeMu guards wroteAt and writeErr: when Probe last wrote its file,
+	// and how that went.
+	probeMu  sync.Mutex
+	wroteAt  time.Time
+	writeErr error
 }
 
 // Open locks dir (creating it if needed), removes the temporary files a
@@ -119,9 +126,10 @@ const MinFree = 1 << 20
 const probeFile = "probe"
 
 // Probe reports whether the storage can take a write now: its file system
-// has MinFree bytes and some inodes free for this process, and a 4 KiB
-// file is written, synced and removed in StateDir. Its errors name no
-// file.
+// has MinFree bytes and some inodes free for this process (statfs, on
+// every call), and a 4 KiB file is written, synced and removed in StateDir
+// (at most once a second: calls in between answer as the last write
+// went). Its errors name no file. It is safe for concurrent use.
 func (s *Storage) Probe(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -140,6 +148,16 @@ func (s *Storage) Probe(ctx context.Context) error {
 	if st.Files > 0 && st.Ffree == 0 {
 		return errors.New("no inode free on the storage's file system")
 	}
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
+	if time.Since(s.wroteAt) >= time.Second {
+		s.writeErr, s.wroteAt = s.writeProbe(), time.Now()
+	}
+	return s.writeErr
+}
+
+// writeProbe writes, syncs and removes probeFile.
+func (s *Storage) writeProbe() error {
 	p := filepath.Join(s.dir, StateDir, probeFile)
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -149,8 +167,7 @@ func (s *Storage) Probe(ctx context.Context) error {
 	if err == nil {
 		err = f.Sync()
 	}
-	err = errors.Join(err, f.Close(), os.Remove(p))
-	if err != nil {
+	if err = errors.Join(err, f.Close(), os.Remove(p)); err != nil {
 		return fmt.Errorf("writing a file: %w", errnoOf(err))
 	}
 	return nil
