@@ -24,4 +24,13 @@
 // Latency. The log hands Tessera one batch at a time and polls the
 // published checkpoint (cheaply) while requests wait, and builds inclusion
 // proofs from hash tiles with one cached proof builder per checkpoint.
+//
+// The HTTP edge. Every answer that is not a proof or a tlog-tiles resource
+// is a JSON error (Handler, and ConnLimiter for the answers net/http gives
+// itself); a body declared too large is refused unread. Health reports
+// whether the log can accept entries (its writes to storage succeed, and
+// the storage's probe) and serve them (the published checkpoint in storage
+// reads and verifies, and is fresh). ConnLimiter keeps the connections
+// already being served in place through a burst, refusing new ones with
+// 503 and Retry-After.
 package log

@@ -119,6 +119,13 @@ func (l *Log) follow(ctx context.Context) error {
 func (l *Log) index(ctx context.Context, from uint64, hashes []leafHash) error {
 	end := from + uint64(len(hashes))
 	dups, err := l.idx.Add(ctx, from, hashes)
+	switch {
+	case ctx.Err() != nil:
+	case err == nil:
+		l.writes.record(writeIndexing, nil)
+	case !l.overtaken(ctx, from):
+		l.writes.record(writeIndexing, err)
+	}
 	if err != nil {
 		return fmt.Errorf("indexing [%d, %d): %w", from, end, err)
 	}
@@ -131,6 +138,14 @@ func (l *Log) index(ctx context.Context, from uint64, hashes []leafHash) error {
 	l.coveredN.Store(end)
 	l.prune(end)
 	return nil
+}
+
+// overtaken reports whether the index no longer covers exactly from
+// entries: another writer sharing it indexed them first, and Add failed
+// for that, not for a failed write.
+func (l *Log) overtaken(ctx context.Context, from uint64) bool {
+	n, err := l.idx.Covered(ctx)
+	return err == nil && n != from
 }
 
 // prune forgets finished appends below covered: lookups find them in the index.

@@ -1,11 +1,15 @@
 package log
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/docketlog/docket/receipts"
@@ -78,4 +82,39 @@ func fmtReordered(e *receipts.Entry) []byte {
 	payload, sig := rec[len(`{"payload":`):p], rec[p+len(`,"signature":`):len(rec)-1]
 	return []byte(`{ "receipt" : { "signature" : ` + string(sig) + ` , "payload" : ` + string(payload) +
 		` } , "public_key" : "` + hex.EncodeToString(e.PublicKey) + `" }`)
+}
+
+// FuzzJSONServerError checks that jsonServerError never fails on what a
+// connection may write, and that what it makes of net/http's own error
+// answers is an HTTP answer with the same status and a JSON error body.
+func FuzzJSONServerError(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 400 Bad Request" + serverErrorHeaders + "400 Bad Request",
+		"HTTP/1.1 431 Request Header Fields Too Large" + serverErrorHeaders + "431 Request Header Fields Too Large",
+		"HTTP/1.1 501 Not Implemented" + serverErrorHeaders + "Unsupported transfer encoding",
+		"HTTP/1.1 400 Bad Request: missing required Host header" + serverErrorHeaders + "400 Bad Request: missing required Host header",
+		"HTTP/1.1 417 Expectation Failed\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nDate: x\r\n\r\nok",
+		"HTTP/1.1 40",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		j, ok := jsonServerError(p)
+		if !ok {
+			return
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(j)), nil)
+		if err != nil {
+			t.Fatalf("jsonServerError(%q) = %q, not an HTTP answer: %v", p, j, err)
+		}
+		var e struct{ Error, Message string }
+		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || e.Error == "" {
+			t.Fatalf("jsonServerError(%q) body: %v, want a JSON error", p, err)
+		}
+		if want := string(p[len("HTTP/1.1 ") : len("HTTP/1.1 ")+3]); strconv.Itoa(resp.StatusCode) != want {
+			t.Errorf("jsonServerError(%q) status = %d, want %s", p, resp.StatusCode, want)
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -23,13 +24,21 @@ import (
 //	GET  /checkpoint                the published checkpoint (no-cache)
 //	GET  /tile/<L>/<N>[.p/<W>]      hash tiles (immutable)
 //	GET  /tile/entries/<N>[.p/<W>]  entry bundles (immutable, gzip if accepted)
-//	GET  /health                    200 while the checkpoint is fresh, else 503
+//	GET  /health                    200 while the log can accept and serve
+//	                                entries (see Health), else 503
 //
-// Errors, including unknown paths (404) and wrong methods (405), are JSON
-// {"error": "<code>", "message": "…"} with the status of statusOf; 503
-// answers carry Retry-After. A POST /add whose body cannot be read in full
-// (cut short, or too slow for the server's ReadTimeout) is answered 400
-// incomplete_body, or its connection is closed: never 200 without a proof.
+// Every other answer is an error in JSON, {"error": "<code>", "message":
+// "…"}, with the status of statusOf: unknown or non-canonical paths (404,
+// never a redirect), methods a path does not serve, CONNECT, OPTIONS and
+// TRACE included (405 with Allow), and, on every path, a declared
+// Content-Length over receipts.MaxEntrySize (413 at once, the body unread,
+// then the connection closed); 503 answers carry Retry-After. The body of
+// POST /add is judged on its bytes, whatever its Content-Type says. A POST /add whose body cannot be
+// read in full (cut short, or too slow for the server's ReadTimeout) is
+// answered 400 incomplete_body, or its connection is closed: never 200
+// without a proof. The answers that net/http gives before any handler runs
+// (malformed requests, headers too large) are JSON too when the log is
+// served through a ConnLimiter.
 func (l *Log) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /add", l.handleAdd)
@@ -42,10 +51,40 @@ func (l *Log) Handler() http.Handler {
 			writeError(w, http.StatusMethodNotAllowed, codeMethod, r.Method+" is not allowed here; use "+allow, 0)
 		})
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	notFound := func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, "no such resource", 0)
+	}
+	mux.HandleFunc("/", notFound)
+	mux.HandleFunc("/tile", notFound) // else the mux redirects it to /tile/
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.ContentLength > receipts.MaxEntrySize:
+			// Refused before any of the body is read; the server then
+			// closes the connection rather than read the rest.
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge,
+				fmt.Sprintf("Content-Length %d is over the limit of %d bytes", r.ContentLength, receipts.MaxEntrySize), 0)
+			l.logger.Info("request body too large", "method", r.Method, "length", r.ContentLength)
+		case r.Method == http.MethodConnect, r.RequestURI == "*":
+			// The log is no proxy and has no server-wide options.
+			w.Header().Set("Allow", "GET, HEAD, POST")
+			writeError(w, http.StatusMethodNotAllowed, codeMethod, r.Method+" is not served; the log serves GET, HEAD and POST", 0)
+		case !canonical(r.URL.Path):
+			writeError(w, http.StatusNotFound, codeNotFound, "not a canonical path", 0) // the mux would redirect
+		default:
+			mux.ServeHTTP(w, r)
+		}
 	})
-	return mux
+}
+
+// canonical reports whether p is an absolute path that the mux serves as
+// it is: no empty, "." or ".." elements.
+func canonical(p string) bool {
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return strings.HasPrefix(p, "/") && c == p
 }
 
 // Error codes in error bodies.
@@ -63,6 +102,8 @@ const (
 	codeMethod       = "method_not_allowed"
 	codeIncomplete   = "incomplete_body"
 	codeStale        = "stale_checkpoint"
+	codeUnservable   = "checkpoint_unreadable"
+	codeNotWritable  = "not_writable"
 )
 
 // statusOf maps an error of Add to its HTTP status, error code and
@@ -86,6 +127,8 @@ func statusOf(err error) (status int, code string, retryAfter int) {
 		return http.StatusServiceUnavailable, codeNotPublished, 2
 	case errors.Is(err, ErrClosed):
 		return http.StatusServiceUnavailable, codeClosing, 5
+	case errors.Is(err, ErrNotWritable):
+		return http.StatusServiceUnavailable, codeNotWritable, 5
 	default:
 		return http.StatusInternalServerError, codeInternal, 0
 	}
@@ -115,15 +158,6 @@ func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.ContentLength > receipts.MaxEntrySize {
-		// Refused before any of the body is read; the server then closes
-		// the connection rather than read the rest.
-		w.Header().Set("Connection", "close")
-		writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge,
-			fmt.Sprintf("Content-Length %d is over the limit of %d bytes", r.ContentLength, receipts.MaxEntrySize), 0)
-		l.logger.Info("add", "status", http.StatusRequestEntityTooLarge, "length", r.ContentLength)
-		return
-	}
 	body, err := readBody(w, r)
 	var res *Result
 	if err == nil {
@@ -142,10 +176,15 @@ func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
 		}
 		status, code, retry := statusOf(err)
 		msg := err.Error()
-		if status == http.StatusInternalServerError {
+		switch {
+		case status == http.StatusInternalServerError:
 			l.logger.Error("add", "status", status, "err", err)
 			msg = "internal error"
-		} else {
+		case code == codeNotWritable:
+			// The error names files; the server's log has it.
+			l.logger.Info("add", "status", status, "err", err, "took", time.Since(start))
+			msg = "the log cannot write to its storage now; retry later"
+		default:
 			l.logger.Info("add", "status", status, "err", err, "took", time.Since(start))
 		}
 		writeError(w, status, code, msg, retry)
@@ -237,56 +276,4 @@ func (l *Log) serve(w http.ResponseWriter, r *http.Request, p string, data []byt
 	}
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.Write(data)
-}
-
-// Health describes the log's state as GET /health reports it.
-type Health struct {
-	Status string `json:"status"`
-	Origin string `json:"origin"`
-	Size   uint64 `json:"size"`
-	// CheckpointAgeMs is how long ago the log first read the published
-	// checkpoint it holds.
-	CheckpointAgeMs int64  `json:"checkpoint_age_ms"`
-	Indexed         uint64 `json:"indexed"`
-	InFlight        int    `json:"in_flight"`
-}
-
-// Health returns the log's state and an error if the published checkpoint
-// is stale: none was read, the storage's checkpoint could not be read and
-// verified for MaxCheckpointAge, or publication stopped for as long: a
-// witnessed log's checkpoint (re-cosigned every RepublishInterval) did not
-// change, or an unwitnessed log's does not cover entries it sequenced.
-// It is computed from the checkpoint the log holds, not from storage.
-func (l *Log) Health() (Health, error) {
-	c, checked := l.pub.state()
-	h := Health{Status: "ok", Origin: l.origin, Size: c.size,
-		Indexed: l.coveredN.Load(), InFlight: len(l.inflight)}
-	stale := func(format string, args ...any) (Health, error) {
-		h.Status = "stale"
-		return h, fmt.Errorf(format, args...)
-	}
-	if c.raw == nil {
-		return stale("no published checkpoint")
-	}
-	max := l.cfg.MaxCheckpointAge
-	age := time.Since(c.at)
-	h.CheckpointAgeMs = age.Milliseconds()
-	if d := time.Since(checked); d > max {
-		return stale("the published checkpoint was last read %v ago, limit %v", d.Round(time.Millisecond), max)
-	}
-	if age > max && (l.witnessed || l.sequenced.Load() > c.size) {
-		return stale("published checkpoint is %v old, limit %v", age.Round(time.Millisecond), max)
-	}
-	return h, nil
-}
-
-func (l *Log) handleHealth(w http.ResponseWriter, r *http.Request) {
-	h, err := l.Health()
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, codeStale, err.Error(), 5)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(h)
 }

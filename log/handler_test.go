@@ -43,6 +43,12 @@ func TestErrorsAreJSON(t *testing.T) {
 			{"GET", "/tile/0/0001", 404, codeNotFound},
 			{"GET", "/tile/entries/x", 404, codeNotFound},
 			{"GET", "/health", 503, codeStale},
+			{"OPTIONS", "/add", 405, codeMethod},
+			{"TRACE", "/checkpoint", 405, codeMethod},
+			{"BREW", "/health", 405, codeMethod},
+			{"GET", "/./checkpoint", 404, codeNotFound},
+			{"GET", "/tile/../checkpoint", 404, codeNotFound},
+			{"GET", "/tile", 404, codeNotFound},
 		}
 		for _, tt := range tests {
 			t.Run(tt.method+" "+tt.path, func(t *testing.T) {

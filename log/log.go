@@ -1,6 +1,7 @@
 package log
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -33,6 +34,10 @@ var (
 	ErrIssuerNotAllowed = errors.New("issuer is not allowed to write to this log")
 	// ErrClosed: the log is shutting down (503).
 	ErrClosed = errors.New("log is shutting down")
+	// ErrNotWritable: the storage failed to write the entry's batch (a full
+	// disk, a read-only file system or database, a lost connection); retry
+	// later (503). Health reports it too, until a write succeeds again.
+	ErrNotWritable = errors.New("the log cannot write to its storage")
 )
 
 // Config configures a Log. Zero durations and sizes take the defaults
@@ -85,6 +90,20 @@ type Config struct {
 	// PollInterval is how often the published checkpoint is read while
 	// requests wait for it (default 5ms).
 	PollInterval time.Duration
+
+	// Probe, if set, reports whether the storage can take a write now (for
+	// posix.Storage: free space, and a small file written durably). Health
+	// runs it on every call, bounded by 2s, so it must be cheap or bound
+	// its own cost; its answer must reflect a write made within the last
+	// second (posix.Storage and mysql.Storage write at most once a second,
+	// and answer as the last write went in between). A probe that succeeds
+	// ends a failure of sequencing more than a second old.
+	Probe func(context.Context) error
+	// Cleanup, if set, removes what failed writes left in the storage
+	// (Tessera's temporary files). The log calls it between two batches,
+	// never during one: after a batch failed to be written, and when
+	// Health finds the storage not writable.
+	Cleanup func() error
 
 	// Logger receives one line per notable event; nil discards.
 	Logger *slog.Logger
@@ -156,12 +175,15 @@ type Log struct {
 
 	seqCh      chan *seqReq
 	seqStopped chan struct{}
+	// cleanup asks the sequencer to call Config.Cleanup between batches.
+	cleanup chan struct{}
 	// fed carries each sequenced batch's leaf hashes to the follower.
 	fed       chan indexedRange
 	coveredN  atomic.Uint64 // entries the dedup index covers
 	sequenced atomic.Uint64 // one past the highest index this process sequenced
 
-	pub publisher
+	pub    publisher
+	writes writes
 }
 
 // pending is one append in progress or done but not yet in the index.
@@ -196,7 +218,9 @@ func New(ctx context.Context, cfg Config) (*Log, error) {
 		fed:        make(chan indexedRange, 16),
 		seqCh:      make(chan *seqReq, cfg.MaxInFlight),
 		seqStopped: make(chan struct{}),
+		cleanup:    make(chan struct{}, 1),
 		idx:        cfg.Index,
+		writes:     writes{logger: cfg.Logger, failed: make(map[string]writeFailure)},
 	}
 	for _, t := range cfg.Tokens {
 		l.tokens = append(l.tokens, sha256.Sum256([]byte(t)))
@@ -489,6 +513,9 @@ func (l *Log) sequencer(ctx context.Context) {
 		select {
 		case r := <-l.seqCh:
 			batch = append(batch, r)
+		case <-l.cleanup:
+			l.cleanUp()
+			continue
 		case <-ctx.Done():
 			return
 		}
@@ -506,16 +533,44 @@ func (l *Log) sequencer(ctx context.Context) {
 			futures = append(futures, l.appender.Add(ctx, tessera.NewEntry(r.leaf)))
 		}
 		handover := time.Since(start)
+		var failed error
 		for i, r := range batch {
 			res, err := futures[i]()
+			switch {
+			case err == nil || ctx.Err() != nil:
+			case errors.Is(err, tessera.ErrPushback): // none of Docket's drivers pushes back
+				err = fmt.Errorf("%w: %w", ErrOverloaded, err)
+			default:
+				err = fmt.Errorf("%w: %w", ErrNotWritable, err)
+				failed = cmp.Or(failed, err)
+			}
 			r.idx, r.err = res.Index, err
 			if err == nil && res.Index >= l.sequenced.Load() {
 				l.sequenced.Store(res.Index + 1)
 			}
+		}
+		if ctx.Err() == nil {
+			l.writes.record(writeSequencing, failed)
+		}
+		if failed != nil {
+			l.cleanUp()
+		}
+		for _, r := range batch {
 			close(r.done)
 		}
 		l.feed(batch)
 		l.logger.Debug("sequenced", "entries", len(batch), "took", time.Since(start), "handover", handover)
+	}
+}
+
+// cleanUp calls Config.Cleanup, if set. Only the sequencer calls it,
+// between batches.
+func (l *Log) cleanUp() {
+	if l.cfg.Cleanup == nil {
+		return
+	}
+	if err := l.cfg.Cleanup(); err != nil {
+		l.logger.Error("removing what failed writes left", "err", err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -350,10 +351,49 @@ func TestHealthStale(t *testing.T) {
 	backends(t, func(t *testing.T, dir string) {
 		l, _ := newTestLog(t, dir, func(c *Config) { c.MaxCheckpointAge = time.Nanosecond })
 		defer l.Close(context.Background())
-		if _, err := l.Health(); err == nil {
-			t.Errorf("Health() with a 1ns age limit = nil, want stale")
+		if _, err := l.Health(t.Context()); !errors.Is(err, errStale) {
+			t.Errorf("Health() with a 1ns age limit = %v, want stale", err)
 		}
 	})
+}
+
+// TestHealthProbe checks that Health reports ErrNotWritable while the
+// storage's probe fails, and a failed batch until a probe succeeds after
+// it (a writer that /health keeps idle writes no batch that could end it).
+func TestHealthProbe(t *testing.T) {
+	var probeErr atomic.Pointer[error]
+	probe := func(context.Context) error {
+		if p := probeErr.Load(); p != nil {
+			return *p
+		}
+		return nil
+	}
+	full := errors.New("no space left on device")
+	l, _ := newTestLog(t, t.TempDir(), func(c *Config) { c.Probe = probe })
+	defer l.Close(context.Background())
+	if _, err := l.Health(t.Context()); err != nil {
+		t.Fatalf("Health() = %v, want nil", err)
+	}
+	probeErr.Store(&full)
+	if h, err := l.Health(t.Context()); !errors.Is(err, ErrNotWritable) || h.Status != "not_writable" {
+		t.Errorf("Health() while the probe fails = %q, %v; want not_writable", h.Status, err)
+	}
+	probeErr.Store(nil)
+	if _, err := l.Health(t.Context()); err != nil {
+		t.Errorf("Health() once the probe succeeds = %v, want nil", err)
+	}
+	l.writes.record(writeSequencing, fmt.Errorf("%w: %w", ErrNotWritable, full))
+	if _, err := l.Health(t.Context()); !errors.Is(err, ErrNotWritable) {
+		t.Errorf("Health() after a failed batch = %v, want ErrNotWritable", err)
+	}
+	// The probe answers for a write made within the last second: it ends
+	// only a failure older than that.
+	l.writes.failedMu.Lock()
+	l.writes.failed[writeSequencing] = writeFailure{full, time.Now().Add(-2 * probeFreshness)}
+	l.writes.failedMu.Unlock()
+	if _, err := l.Health(t.Context()); err != nil {
+		t.Errorf("Health() after a failed batch and a probe that succeeds = %v, want nil", err)
+	}
 }
 
 // TestNewWitnessPolicy: docket-log reads its witness policy with the one

@@ -26,11 +26,13 @@ type publisher struct {
 	// wake ends an idle wait of watch when a request starts waiting.
 	wake chan struct{}
 
-	// latestMu guards latest, checked, tick and tickAt.
+	// latestMu guards latest, checked, readErr, tick and tickAt.
 	latestMu sync.Mutex
 	latest   *published
 	// checked is when the published checkpoint was last read and verified.
 	checked time.Time
+	// readErr is why the latest read of the published checkpoint failed.
+	readErr error
 	// tick is closed and replaced at most every tickEvery while requests
 	// wait, so that waiters check their deadlines without a timer each.
 	tick   chan struct{}
@@ -93,37 +95,59 @@ func (p *publisher) watch(ctx context.Context) {
 	}
 }
 
+// Errors of check, which name no file: the server's log has the details.
+var (
+	errCheckpointMissing  = errors.New("the published checkpoint is missing from storage")
+	errCheckpointRead     = errors.New("the published checkpoint cannot be read from storage")
+	errCheckpointBad      = errors.New("the published checkpoint does not verify")
+	errCheckpointBackward = errors.New("the published checkpoint is smaller than one published before")
+)
+
 // check reads the published checkpoint and, if it changed, verifies it and
-// makes it the latest.
-func (p *publisher) check(ctx context.Context) {
+// makes it the latest. It returns why the checkpoint in storage cannot be
+// served, if it cannot: none is no error before the first.
+func (p *publisher) check(ctx context.Context) error {
 	raw, err := p.l.reader.ReadCheckpoint(ctx)
-	if errors.Is(err, os.ErrNotExist) {
-		return
-	}
-	if err != nil {
-		p.l.logger.Error("reading published checkpoint", "err", err)
-		return
-	}
 	p.latestMu.Lock()
 	defer p.latestMu.Unlock()
-	if bytes.Equal(raw, p.latest.raw) {
+	switch {
+	case errors.Is(err, os.ErrNotExist) && p.latest.raw == nil:
+		return nil
+	case errors.Is(err, os.ErrNotExist):
+		return p.failed(errCheckpointMissing, err)
+	case err != nil:
+		return p.failed(errCheckpointRead, err)
+	case bytes.Equal(raw, p.latest.raw):
 		p.checked = time.Now()
-		return
+		return p.failed(nil, nil)
 	}
 	cp, _, _, err := f_log.ParseCheckpoint(raw, p.l.origin, p.l.verifier)
 	if err != nil {
-		p.l.logger.Error("published checkpoint does not verify", "err", err)
-		return
+		return p.failed(errCheckpointBad, err)
 	}
 	if cp.Size < p.latest.size {
-		p.l.logger.Error("published checkpoint went backwards", "size", cp.Size, "was", p.latest.size)
-		return
+		return p.failed(errCheckpointBackward, fmt.Errorf("size %d, was %d", cp.Size, p.latest.size))
 	}
 	old := p.latest
 	p.checked = time.Now()
 	p.latest = &published{size: cp.Size, raw: raw, at: p.checked, next: make(chan struct{})}
 	close(old.next)
 	p.l.logger.Debug("checkpoint published", "size", cp.Size, "grew", cp.Size-old.size, "after", p.latest.at.Sub(old.at))
+	return p.failed(nil, nil)
+}
+
+// failed records that reading the published checkpoint failed with err
+// (detail for the server's log) or, if err is nil, succeeded, logging each
+// change, and returns err. p.latestMu must be held.
+func (p *publisher) failed(err, detail error) error {
+	switch {
+	case err != nil && !errors.Is(p.readErr, err):
+		p.l.logger.Error(err.Error(), "err", detail)
+	case err == nil && p.readErr != nil:
+		p.l.logger.Info("the published checkpoint is readable again")
+	}
+	p.readErr = err
+	return err
 }
 
 // state returns the latest checkpoint and when it was last read.

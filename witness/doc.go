@@ -25,7 +25,9 @@
 //
 // add-checkpoint answers, in the order the checks run:
 //
-//	413  the body is larger than Config.MaxBodySize
+//	413  the body is larger than Config.MaxBodySize: at once, unread, when
+//	     its Content-Length says so (on every path), else when reading it
+//	     passes the limit
 //	400  malformed request, malformed checkpoint, more than 63 proof lines,
 //	     or old size larger than the checkpoint size
 //	404  the checkpoint's origin is not a configured log

@@ -14,7 +14,20 @@ import (
 )
 
 // ServeHTTP serves the witness's HTTP interface (see the package comment).
+// A request whose declared Content-Length is over Config.MaxBodySize is
+// answered 413 at once, whatever its path, without reading any of the body;
+// a body without a Content-Length (chunked) is cut off at MaxBodySize as it
+// is read.
 func (w *Witness) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > w.maxBody {
+		// The server closes the connection after the answer rather than
+		// read the rest of the body.
+		rw.Header().Set("Connection", "close")
+		http.Error(rw, fmt.Sprintf("request body of %d bytes is over the limit of %d bytes", r.ContentLength, w.maxBody),
+			http.StatusRequestEntityTooLarge)
+		w.logger.DebugContext(r.Context(), "request body too large", "path", r.URL.Path, "length", r.ContentLength)
+		return
+	}
 	w.mux.ServeHTTP(rw, r)
 }
 

@@ -28,11 +28,11 @@ import (
 )
 
 // startMySQL starts a docket-log writer of tl's log in the database dsn,
-// with local state in its own directory under tl.dir.
-func (tl *testLog) startMySQL(t *testing.T, name, addr, dsn string) *proc {
+// with local state in its own directory under tl.dir, and more flags.
+func (tl *testLog) startMySQL(t *testing.T, name, addr, dsn string, args ...string) *proc {
 	t.Helper()
-	return start(t, logBin, addr, "/checkpoint", "-listen", addr, "-key", tl.key,
-		"-storage", "mysql", "-mysql-dsn", dsn, "-storage-dir", filepath.Join(tl.dir, name))
+	return start(t, logBin, addr, "/checkpoint", append([]string{"-listen", addr, "-key", tl.key,
+		"-storage", "mysql", "-mysql-dsn", dsn, "-storage-dir", filepath.Join(tl.dir, name)}, args...)...)
 }
 
 // TestMySQLWriters runs two docket-log processes on one database under

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
@@ -370,4 +372,37 @@ func TestKilled(t *testing.T) {
 	if status, got := s.post(t, body); status != http.StatusOK {
 		t.Fatalf("Add(old 50) after SIGKILL = %d %q, want 200", status, got)
 	}
+}
+
+// TestOversizeContentLength: through the binary, an add-checkpoint whose
+// Content-Length claims 10 GB is answered 413 at once, without the witness
+// reading the body (the client sends none) or waiting for its read
+// timeout; then the witness still cosigns.
+func TestOversizeContentLength(t *testing.T) {
+	l := newTestLog(t, "example.com/oversize")
+	args, _, _ := setup(t, l)
+	s := start(t, args...)
+	c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A guard against a hanging test, not an assertion about time: the
+	// witness's read timeout (30s) would answer otherwise, and not 413.
+	c.SetDeadline(time.Now().Add(2 * time.Minute))
+	io.WriteString(c, "POST /add-checkpoint HTTP/1.1\r\nHost: w\r\nContent-Length: 10000000000\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("POST /add-checkpoint with Content-Length 10 GB and no body: %v, want 413", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("POST /add-checkpoint with Content-Length 10 GB and no body = %d, want 413", resp.StatusCode)
+	}
+	body, cp := l.request(t, 0, 4)
+	status, cosig := s.post(t, body)
+	if status != http.StatusOK {
+		t.Fatalf("Add(old 0, size 4) = %d %q, want 200", status, cosig)
+	}
+	verifyCosignature(t, s.vkey, cp, cosig)
 }

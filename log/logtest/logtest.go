@@ -1,5 +1,7 @@
 // Package logtest checks implementations of the log package's interfaces
-// against their written contracts, the way testing/fstest checks an fs.FS.
+// against their written contracts, the way testing/fstest checks an fs.FS,
+// and gives the log's tests real faults: a small file system that fills up
+// (SmallDisk, FillDisk), and a connection to speak HTTP by hand (Dial).
 package logtest
 
 import (

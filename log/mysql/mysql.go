@@ -83,6 +83,12 @@ type Storage struct {
 	DB *sql.DB
 	// tdb is the Tessera driver's.
 	tdb *sql.DB
+
+	// probeMu is held while Probe writes, and guards probedAt and
+	// probeErr: when it last wrote, and how that went.
+	probeMu  sync.Mutex
+	probedAt time.Time
+	probeErr error
 }
 
 // ErrStaleTree is the restore guard's error: the database's tree is
@@ -160,6 +166,25 @@ func Open(ctx context.Context, dsn string, opts Options) (*Storage, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// Probe reports whether the database takes a write now: it commits a
+// write to the DocketProbe table (a read-only server, a full table space,
+// a lost connection or a lock held too long make it fail, within ctx), at
+// most once a second; calls in between answer as the last write went. It
+// is safe for concurrent use.
+func (s *Storage) Probe(ctx context.Context) error {
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
+	if time.Since(s.probedAt) < time.Second {
+		return s.probeErr
+	}
+	_, err := s.DB.ExecContext(ctx, "REPLACE INTO `DocketProbe` (`id`, `at`) VALUES (0, ?)", time.Now().UnixMilli())
+	if err != nil {
+		err = fmt.Errorf("mysql: writing the probe: %w", err)
+	}
+	s.probeErr, s.probedAt = err, time.Now()
+	return err
 }
 
 // Close closes the index and the connection pool. The log using the

@@ -118,6 +118,16 @@ func TestSchema(t *testing.T) {
 	if err := s.DB.QueryRow("SELECT version FROM DocketSchema WHERE id = 0").Scan(&v); err != nil || v != mysql.SchemaVersion {
 		t.Fatalf("recorded schema version = %d, %v; want %d", v, err, mysql.SchemaVersion)
 	}
+	if err := s.Probe(t.Context()); err != nil {
+		t.Fatalf("Probe() = %v, want nil", err)
+	}
+	// A database made before DocketProbe gets it at the next start.
+	if _, err := s.DB.Exec("DROP TABLE DocketProbe"); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(t, dsn, mysql.Options{}).Probe(t.Context()); err != nil {
+		t.Fatalf("Probe() after a start on a database without DocketProbe = %v, want nil", err)
+	}
 	if _, err := s.DB.Exec("UPDATE DocketSchema SET version = ? WHERE id = 0", mysql.SchemaVersion+1); err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("the database has Docket schema version %d, newer than this docket-log's %d: upgrade docket-log", v, SchemaVersion)
 	}
 	if v == SchemaVersion {
-		return nil
+		return addTables(ctx, conn)
 	}
 	// Version 0 (a new database, or one that only Tessera used) → 1.
 	for _, s := range append(tesseraSchema, docketSchema...) {
@@ -82,6 +82,25 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	if _, err := conn.ExecContext(ctx, "REPLACE INTO `DocketSchema` (`id`, `version`) VALUES (0, ?)", SchemaVersion); err != nil {
 		return err
+	}
+	return addTables(ctx, conn)
+}
+
+// addedTables are tables added since version 1 that no docket-log needs
+// to find, so they need no new version (which would make older writers
+// refuse the database during a rolling upgrade): each start creates them
+// if they are missing.
+//
+//   - DocketProbe: the one row that Storage.Probe rewrites.
+var addedTables = []string{
+	"CREATE TABLE IF NOT EXISTS `DocketProbe` (`id` TINYINT UNSIGNED NOT NULL, `at` BIGINT NOT NULL, PRIMARY KEY (`id`))",
+}
+
+func addTables(ctx context.Context, conn *sql.Conn) error {
+	for _, s := range addedTables {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("creating the schema: %w", err)
+		}
 	}
 	return nil
 }

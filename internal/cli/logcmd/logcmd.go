@@ -43,10 +43,16 @@ API:
                                    400 malformed or incomplete body, 413 too large (checked
                                    against Content-Length first), 422 bad signature or kid,
                                    401 missing or bad token, 403 issuer not allowed,
-                                   503 + Retry-After overloaded, or no checkpoint in time
+                                   503 + Retry-After overloaded, storage not writable,
+                                   or no checkpoint in time
     GET  /checkpoint, /tile/...    C2SP tlog-tiles
-    GET  /health                   200 while the checkpoint is fresh, else 503
-    Every error is JSON {"error","message"}, unknown paths (404) and methods (405) included.
+    GET  /health                   200 while the log can accept and serve entries; 503
+                                   not_writable (a write to storage failed and none has
+                                   succeeded since, or a probe write fails: a full disk),
+                                   checkpoint_unreadable (the published checkpoint cannot be
+                                   read), or stale_checkpoint
+    Every error is JSON {"error","message"}: unknown paths (404), methods (405, with Allow),
+    bodies declared over 64 KiB (413 at once, unread) and malformed requests included.
 
 Options:
     -listen ADDR              address to listen on (default 127.0.0.1:7780)
@@ -70,9 +76,11 @@ Options:
                               previous one is written (group commit), so there is no batch timer
     -publish-timeout D        how long POST /add waits for a checkpoint before 503 (default 10s)
     -max-inflight N           concurrent POST /add before 503 (default 2048)
-    -max-conns N              open connections (default 1024); past it new ones wait in the
-                              accept queue, and to make room a connection is closed when
-                              idle for 1s, or after an answer once it has been open for 3s
+    -max-conns N              connections served at once (default 1024). A connection keeps its
+                              place while it is busy or idle under 5s; past the limit a
+                              connection idle 5s is closed to make room (new ones wait for
+                              that), and while all are busy new ones are answered 503 +
+                              Retry-After (deploy/README.md: burst capacity)
     -max-checkpoint-age D     /health fails past this age (default 3×republish + witness timeout)
     -pprof ADDR               serve net/http/pprof on ADDR (debugging)
     -v                        debug logging (one line per request)
@@ -200,7 +208,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return fail("%v", err)
 		}
 		defer st.Close()
-		cfg.Driver, cfg.Index = st.Driver, st.Index
+		cfg.Driver, cfg.Index, cfg.Probe, cfg.Cleanup = st.Driver, st.Index, st.Probe, st.Cleanup
 	case "mysql":
 		if *mysqlDSN == "" {
 			return fail("-storage mysql needs -mysql-dsn")
@@ -217,7 +225,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return fail("%v", err)
 		}
 		defer st.Close()
-		cfg.Driver, cfg.Index = st.Driver, st.Index
+		cfg.Driver, cfg.Index, cfg.Probe = st.Driver, st.Index, st.Probe
 	default:
 		return fail("-storage %q: want posix or mysql", *storageKind)
 	}
