@@ -42,7 +42,7 @@ func (r *relay) toolsCall(ctx context.Context, cm *clientMsg) error {
 	call := gate.Call{SessionID: r.cfg.SessionID, Agent: r.agent, ToolName: ci.tool, ToolUseID: ci.toolUseID,
 		ToolInputHash: ci.inputHash, Start: start, ProposalDigest: digest,
 		Requests: []policy.Call{{Agent: r.agent, ToolName: ci.tool, ToolInput: c.input,
-			Cwd: r.cfg.Gate.Store.Project, MCP: mc}}}
+			Cwd: r.cfg.Gate.Store().Project, MCP: mc}}}
 	// The flight is registered before the decision, so that the id cannot
 	// be reused meanwhile; it answers nothing until it is forwarded, and
 	// is removed on deny: a response to a denied call is dropped.

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"errors"
 	"sync"
 
@@ -147,7 +148,8 @@ func (r *relay) serverGone() int {
 // the flight holds. It runs after the response is relayed.
 func (r *relay) record(f *flight, event, reason, outputHash string) {
 	err := r.append(func() error {
-		_, err := r.cfg.Gate.Record(gate.Event{HookEvent: event, SessionID: r.cfg.SessionID, Agent: r.agent,
+		// An ended ctx does not stop a record (gate.Gate.Record).
+		_, err := r.cfg.Gate.Record(context.Background(), gate.Event{HookEvent: event, SessionID: r.cfg.SessionID, Agent: r.agent,
 			ToolName: f.tool, ToolUseID: f.toolUseID, ToolInputHash: f.inputHash, ToolOutputHash: outputHash, Reason: reason,
 			Decision: f.decision})
 		return err
