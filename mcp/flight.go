@@ -23,7 +23,8 @@ type flight struct {
 	forwarded bool
 	// cursor is set for a tools/list request for a later page.
 	cursor bool
-	// For tools/call: what its execution receipt records.
+	// For a decided call (tools/call, or a gated request): what its
+	// execution receipt records; tool is "" for any other request.
 	tool, toolUseID, inputHash string
 	decision                   *store.Pending // the allow it executes, set before it is forwarded
 	// own is set for the relay's own tools/list (fetchTools): its
@@ -110,7 +111,7 @@ func (t *flights) drain() []*flight {
 		switch {
 		case f.own:
 			close(f.done) // fetchTools waits for it no longer
-		case f.method == "tools/call" && f.forwarded:
+		case f.tool != "" && f.forwarded:
 			calls = append(calls, f)
 		}
 		delete(t.m, k)
@@ -125,7 +126,7 @@ func (r *relay) cancelled(idv, reason any) {
 		return
 	}
 	f := r.flights.answer(string(id))
-	if f == nil || f.method != "tools/call" {
+	if f == nil || f.tool == "" {
 		return
 	}
 	why, _ := reason.(string)

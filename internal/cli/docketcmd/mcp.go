@@ -31,7 +31,10 @@ Runs the stdio MCP server SERVER_CMD behind Docket's gate: every message is
 relayed byte for byte, and every tools/call is decided by the project's
 policy (as mcp__NAME__TOOL, with the arguments in the context) and its
 decision receipt fsynced before the server sees it. A denied call is
-answered as a tool result with isError and never reaches the server. PIC
+answered as a tool result with isError and never reaches the server.
+resources/read, resources/subscribe, prompts/get and completion/complete
+are decided the same way (as mcp__NAME__resources:read and so on, their
+params as the input); their denial is a JSON-RPC error. PIC
 action proposals under arguments.__pic are verified first and stripped.
 Exits with the server's exit code.
 
