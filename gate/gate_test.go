@@ -219,3 +219,55 @@ func TestDecideRequireLog(t *testing.T) {
 		t.Fatalf("chain %+v, want the allow, its refusal, the deny", pl)
 	}
 }
+
+// Open fails when nothing could be signed: no issuer key, or a key file
+// others can read; a ctx that ended first is its error too.
+func TestOpenErrors(t *testing.T) {
+	canceled, cancel := context.WithCancel(t.Context())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		edit func(t *testing.T, s *store.Store)
+		want string
+	}{
+		{"no key", t.Context(), func(t *testing.T, s *store.Store) { os.Remove(s.KeyPath()) }, "issuer key"},
+		{"key readable by others", t.Context(), func(t *testing.T, s *store.Store) { os.Chmod(s.KeyPath(), 0o644) }, "issuer key"},
+		{"canceled", canceled, func(*testing.T, *store.Store) {}, "context canceled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := newGate(t).Store().Project
+			tt.edit(t, store.Open(dir))
+			g, err := gate.Open(tt.ctx, dir, gate.Options{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Open = %v, %v; want an error naming %q", g, err, tt.want)
+			}
+		})
+	}
+}
+
+// Preview evaluates as Decide does and records nothing; with a policy that
+// did not load it denies.
+func TestPreview(t *testing.T) {
+	g := newGate(t)
+	for _, tt := range []struct{ name, cmd, want string }{
+		{"allowed", "go test ./...", policy.Allow},
+		{"denied", "rm -rf /", policy.Deny},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if d := g.Preview(t.Context(), bash(g, "", tt.cmd).Requests); d.Decision != tt.want {
+				t.Errorf("Preview(%s) = %s, want %s", tt.cmd, d.Decision, tt.want)
+			}
+		})
+	}
+	if head, err := g.Store().Head("s"); err != nil || head.Sequence != 0 {
+		t.Fatalf("head after Preview = %+v, %v; want an empty chain", head, err)
+	}
+	broken := newGate(t, func(s *store.Store) {
+		writeFile(t, filepath.Join(s.PolicyDir(), "x.cedar"), []byte("permit (principal, action, resource) when {"))
+	})
+	if d := broken.Preview(t.Context(), bash(broken, "", "go test ./...").Requests); d.Decision != policy.Deny || d.Reason != policy.ReasonGateError {
+		t.Fatalf("Preview with a broken policy = %s %s, want deny gate_error", d.Decision, d.Reason)
+	}
+}
