@@ -5,7 +5,26 @@
 //
 // The gate knows nothing of an agent's protocol: package hook parses the
 // agents' events, maps them to [Call] and [Event], and turns decisions into
-// exit codes; an MCP proxy uses the gate the same way.
+// exit codes; package mcp's relay maps MCP requests the same way. Both are
+// thin adapters over one gate, opened by [Open], and so share one
+// fail-closed rule:
+//
+//   - What leaves nothing to sign with is an error, and no call runs: Open
+//     fails when the issuer key cannot be loaded (the hook blocks with
+//     exit 2, the relay exits 2, a post hook spools its event); Decide
+//     fails when its ctx ends or the chain cannot be written (the hook
+//     blocks, the relay answers a denial).
+//   - What leaves the decision unknown is a signed deny: a policy that
+//     does not load (or panics loading) makes every Decide a deny with
+//     reason gate_error, and so do a call that maps to no request and a
+//     request the policy cannot read (Call.Refusal for those the caller
+//     refuses itself).
+//   - What leaves the strict mode unknown turns it on: a configuration
+//     that cannot be read makes every allow (and ask) wait for the log,
+//     which, unconfigured, cannot take it, so the allow is replaced by a
+//     signed deny with reason log_unavailable; a deny never waits.
+//
+// Nothing fails open: no failure of the gate lets a call run.
 package gate
 
 import (
@@ -21,27 +40,31 @@ import (
 	"github.com/docketlog/docket/store"
 )
 
-// Gate decides and records the tool calls of one project.
+// Gate decides and records the tool calls of one project. It is opened by
+// [Open] and safe for concurrent use: calls of one session are appended to
+// its chain in turn (the store's lock orders them, across processes too).
 type Gate struct {
-	Store *store.Store
-	// Engine is the project's policy. When it could not be loaded, Engine
-	// is nil and PolicyErr says why: every call is then denied, and the
-	// deny is signed (reason gate_error).
-	Engine    *policy.Engine
-	PolicyErr error
-	// Key is the issuer key receipts are signed with.
-	Key ed25519.PrivateKey
-	// Home is the user's home directory, for "~" in policies.
-	Home string
-	// RequireLog is the strict mode (store.Config.RequireLog): Decide
-	// returns an allow or ask only once its receipt is in the log with a
-	// verified proof (and the witness quorum, with a policy); when that
-	// cannot be had before ctx's deadline (LogWait without one), it signs
-	// and returns a deny with ReasonLogUnavailable.
-	RequireLog bool
-	// Caller names the gate's user in that deny's message ("hook" by
-	// default): it is the caller's deadline that ran out.
-	Caller string
+	store *store.Store
+	key   ed25519.PrivateKey
+	home  string
+	// caller names the gate's user in the strict mode's deny.
+	caller string
+	// requireLog is the strict mode (store.Config.RequireLog, or a
+	// configuration that could not be read): Decide returns an allow or
+	// ask only once its receipt is in the log with a verified proof (and
+	// the witness quorum, with a policy); when that cannot be had before
+	// ctx's deadline (LogWait without one), it signs and returns a deny
+	// with ReasonLogUnavailable.
+	requireLog bool
+	configErr  error
+
+	// loaded is closed once engine and policyErr are set: the policy
+	// loads in the background (see Open). When it could not be loaded,
+	// engine is nil and policyErr says why: every call is then denied, and
+	// the deny is signed (reason gate_error).
+	loaded    chan struct{}
+	engine    *policy.Engine
+	policyErr error
 }
 
 // LogWait bounds the strict mode's wait when the caller's ctx has no
@@ -98,30 +121,32 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 	if c.Start.IsZero() {
 		c.Start = time.Now()
 	}
+	eng, perr := g.policy(ctx)
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
 	var d Decision
+	if eng != nil {
+		d.PolicyDigest = eng.Digest()
+	}
 	switch {
 	case c.Refusal != nil:
 		d.Decision = *c.Refusal
 		d.Decision.Decision = policy.Deny
-		if g.Engine != nil {
-			d.PolicyDigest = g.Engine.Digest()
-		}
-	case g.PolicyErr != nil || g.Engine == nil:
-		err := g.PolicyErr
-		if err == nil {
-			err = errors.New("no policy loaded")
+	case perr != nil || eng == nil:
+		if perr == nil {
+			perr = errors.New("no policy loaded")
 		}
 		d.Decision = policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
-			Message: fmt.Sprintf("policy: %v (fix it, then run docket policy check)", err)}
+			Message: fmt.Sprintf("policy: %v (fix it, then run docket policy check)", perr)}
 	default:
-		d.PolicyDigest = g.Engine.Digest()
-		d.Decision = Evaluate(ctx, g.Engine, c.Requests, g.Store.Project, g.Home)
+		d.Decision = Evaluate(ctx, eng, c.Requests, g.store.Project, g.home)
 	}
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
 	d, err := g.record(c, d)
-	if err != nil || !g.RequireLog || c.Refusal != nil || d.Decision.Decision == policy.Deny {
+	if err != nil || !g.requireLog || c.Refusal != nil || d.Decision.Decision == policy.Deny {
 		return d, err
 	}
 	return g.publish(ctx, c, d)
@@ -136,14 +161,11 @@ func (g *Gate) publish(ctx context.Context, c Call, d Decision) (Decision, error
 	}
 	pctx, cancel := context.WithDeadline(ctx, deadline.Add(-LogMargin))
 	defer cancel()
-	err := g.Store.Publish(pctx, c.SessionID, d.Sequence, d.Receipt, store.SyncOptions{MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
+	err := g.store.Publish(pctx, c.SessionID, d.Sequence, d.Receipt, store.SyncOptions{MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
 	if err == nil {
 		return d, nil
 	}
-	caller := g.Caller
-	if caller == "" {
-		caller = "hook"
-	}
+	caller := g.caller
 	// No policy decided this deny: it carries no policy IDs.
 	c.Refusal = &policy.Decision{Decision: policy.Deny, Reason: ReasonLogUnavailable,
 		Message: fmt.Sprintf("the log could not record the allow decision before the %s's deadline: %v", caller, err)}
@@ -159,9 +181,9 @@ func (g *Gate) record(c Call, d Decision) (Decision, error) {
 	if c.Start.IsZero() {
 		c.Start = time.Now()
 	}
-	head, err := g.Store.Append(c.SessionID, store.AppendOptions{}, func(l store.Link) ([]byte, error) {
+	head, err := g.store.Append(c.SessionID, store.AppendOptions{}, func(l store.Link) ([]byte, error) {
 		latency := time.Since(c.Start).Milliseconds()
-		rec, err := receipts.Sign(g.Key, receipts.Payload{
+		rec, err := receipts.Sign(g.key, receipts.Payload{
 			Type:                receipts.TypeDecision,
 			SessionID:           c.SessionID,
 			Sequence:            l.Sequence,
@@ -195,6 +217,19 @@ func (g *Gate) record(c Call, d Decision) (Decision, error) {
 func (d Decision) Pending(toolName string) *store.Pending {
 	return &store.Pending{Hash: receipts.ChainHash(d.Receipt), Decision: d.Decision.Decision, ToolName: toolName,
 		IssuedAt: time.Now().UnixMilli()}
+}
+
+// Preview evaluates requests with the gate's policy as Decide would, and
+// neither signs nor records anything: for what a caller shows before any
+// call is made (the MCP relay's -hide-denied drops from tools/list the
+// tools a call to which the policy always denies). A policy that did not
+// load, or ctx ending first, is a deny.
+func (g *Gate) Preview(ctx context.Context, requests []policy.Call) policy.Decision {
+	eng, err := g.policy(ctx)
+	if err != nil || eng == nil {
+		return policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError, Message: fmt.Sprintf("policy: %v", err)}
+	}
+	return Evaluate(ctx, eng, requests, g.store.Project, g.home)
 }
 
 // Evaluate asks the policy about every request of a call, with the given
@@ -274,7 +309,11 @@ type Recorded struct {
 // Record signs an event into its session chain. An execution is linked to
 // the latest decision of the same call that no execution links to yet
 // (receipts.Step.Executes).
-func (g *Gate) Record(e Event) (Recorded, error) {
+//
+// An ended ctx does not stop Record: what happened after a decision is
+// recorded, also while its caller shuts down (nothing after the gate is
+// lost). Appending waits only on the local store.
+func (g *Gate) Record(ctx context.Context, e Event) (Recorded, error) {
 	if e.Start.IsZero() {
 		e.Start = time.Now()
 	}
@@ -288,7 +327,7 @@ func (g *Gate) Record(e Event) (Recorded, error) {
 		}
 	}
 	var r Recorded
-	head, err := g.Store.Append(e.SessionID, opts, func(l store.Link) ([]byte, error) {
+	head, err := g.store.Append(e.SessionID, opts, func(l store.Link) ([]byte, error) {
 		p := receipts.Payload{
 			SessionID:           e.SessionID,
 			Sequence:            l.Sequence,
@@ -340,7 +379,7 @@ func (g *Gate) Record(e Event) (Recorded, error) {
 		}
 		latency := time.Since(e.Start).Milliseconds()
 		p.HookLatencyMs = &latency
-		rec, err := receipts.Sign(g.Key, p)
+		rec, err := receipts.Sign(g.key, p)
 		r.Receipt = rec
 		return rec, err
 	})

@@ -2,10 +2,11 @@ package gate_test
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,34 +16,58 @@ import (
 	"github.com/docketlog/docket/store"
 )
 
-func newGate(t *testing.T) *gate.Gate {
+// newGate opens the gate of a fresh project: an issuer key, the default
+// policy, or the given policy files (name, source) instead, and the given
+// config.json when not "".
+func newGate(t *testing.T, edits ...func(s *store.Store)) *gate.Gate {
 	t.Helper()
-	eng, err := policy.LoadDefault()
-	if err != nil {
+	return openGate(t, gate.Options{Home: "/nonexistent/home"}, edits...)
+}
+
+// openGate is newGate with options.
+func openGate(t *testing.T, o gate.Options, edits ...func(s *store.Store)) *gate.Gate {
+	t.Helper()
+	s := store.Open(t.TempDir())
+	writeFile(t, filepath.Join(s.PolicyDir(), policy.DefaultName), policy.Default)
+	_, kf := receipts.GenerateKey()
+	if err := receipts.WriteKeyFile(s.KeyPath(), kf); err != nil {
 		t.Fatal(err)
 	}
-	_, priv, err := ed25519.GenerateKey(nil)
+	for _, edit := range edits {
+		edit(s)
+	}
+	g, err := gate.Open(t.Context(), s.Project, o)
 	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	return g
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	return &gate.Gate{Store: store.Open(t.TempDir()), Engine: eng, Key: priv, Home: "/nonexistent/home"}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // bash is a Claude Code Bash call run in the gate's project.
 func bash(g *gate.Gate, id, cmd string) gate.Call {
 	in, _ := json.Marshal(map[string]string{"command": cmd})
 	return gate.Call{SessionID: "s", Agent: "claude-code", ToolName: "Bash", ToolUseID: id, ToolInputHash: "sha256:" + cmd,
-		Requests: []policy.Call{{Agent: "claude", ToolName: "Bash", ToolInput: in, Cwd: g.Store.Project}}}
+		Requests: []policy.Call{{Agent: "claude", ToolName: "Bash", ToolInput: in, Cwd: g.Store().Project}}}
 }
 
 // payloads verifies the session chain and returns its payloads.
 func payloads(t *testing.T, g *gate.Gate) []receipts.Payload {
 	t.Helper()
-	lines, err := g.Store.Receipts("s")
+	lines, err := g.Store().Receipts("s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := g.Key.Public().(ed25519.PublicKey)
+	pub := g.PublicKey()
 	out := make([]receipts.Payload, len(lines))
 	for i, r := range receipts.VerifyChain(lines, receipts.Options{Keys: receipts.PinnedKey(pub), SessionID: "s"}) {
 		var env struct{ Payload receipts.Payload }
@@ -62,22 +87,22 @@ func TestDecideAndRecord(t *testing.T) {
 	g := newGate(t)
 	ctx := t.Context()
 	d, err := g.Decide(ctx, bash(g, "t1", "go test ./..."))
-	if err != nil || d.Decision.Decision != policy.Allow || d.Sequence != 1 || d.PolicyDigest != g.Engine.Digest() || len(d.Receipt) == 0 {
+	if err != nil || d.Decision.Decision != policy.Allow || d.Sequence != 1 || d.PolicyDigest != g.Engine().Digest() || len(d.Receipt) == 0 {
 		t.Fatalf("Decide(go test) = %+v, %v; want an allow recorded at 1", d, err)
 	}
 	if d, err := g.Decide(ctx, bash(g, "t2", "ls; rm -rf /")); err != nil || d.Decision.Decision != policy.Deny || d.Sequence != 2 {
 		t.Fatalf("Decide(rm -rf /) = %+v, %v; want a deny recorded at 2", d, err)
 	}
-	r, err := g.Record(gate.Event{HookEvent: receipts.PostToolUse, SessionID: "s", Agent: "claude-code", ToolName: "Bash", ToolUseID: "t1", ToolOutputHash: "sha256:out"})
+	r, err := g.Record(t.Context(), gate.Event{HookEvent: receipts.PostToolUse, SessionID: "s", Agent: "claude-code", ToolName: "Bash", ToolUseID: "t1", ToolOutputHash: "sha256:out"})
 	if err != nil || r.Unlinked || r.Sequence != 3 {
 		t.Fatalf("Record(execution of t1) = %+v, %v; want linked at 3", r, err)
 	}
 	// The denied call ran anyway: recorded, unlinked.
-	r, err = g.Record(gate.Event{HookEvent: receipts.PostToolUse, SessionID: "s", Agent: "claude-code", ToolName: "Bash", ToolUseID: "t2"})
+	r, err = g.Record(t.Context(), gate.Event{HookEvent: receipts.PostToolUse, SessionID: "s", Agent: "claude-code", ToolName: "Bash", ToolUseID: "t2"})
 	if err != nil || !r.Unlinked {
 		t.Fatalf("Record(execution of denied t2) = %+v, %v; want unlinked", r, err)
 	}
-	if _, err := g.Record(gate.Event{HookEvent: receipts.SessionEnd, SessionID: "s", Agent: "claude-code"}); err != nil {
+	if _, err := g.Record(t.Context(), gate.Event{HookEvent: receipts.SessionEnd, SessionID: "s", Agent: "claude-code"}); err != nil {
 		t.Fatal(err)
 	}
 	pl := payloads(t, g)
@@ -103,7 +128,7 @@ func TestRecordOtherTool(t *testing.T) {
 	if _, err := g.Decide(t.Context(), bash(g, "t1", "go test ./...")); err != nil {
 		t.Fatal(err)
 	}
-	r, err := g.Record(gate.Event{HookEvent: receipts.PostToolUseFailure, SessionID: "s", ToolName: "Write", ToolUseID: "t1"})
+	r, err := g.Record(t.Context(), gate.Event{HookEvent: receipts.PostToolUseFailure, SessionID: "s", ToolName: "Write", ToolUseID: "t1"})
 	if err != nil || !r.Unlinked {
 		t.Fatalf("Record(Write as t1) = %+v, %v; want unlinked", r, err)
 	}
@@ -111,8 +136,9 @@ func TestRecordOtherTool(t *testing.T) {
 
 // A gate whose policy did not load denies every call, and signs the deny.
 func TestDecidePolicyError(t *testing.T) {
-	g := newGate(t)
-	g.Engine, g.PolicyErr = nil, errors.New("policy/x.cedar: parse error")
+	g := newGate(t, func(s *store.Store) {
+		writeFile(t, filepath.Join(s.PolicyDir(), "x.cedar"), []byte("permit (principal, action, resource) when { parse error"))
+	})
 	d, err := g.Decide(t.Context(), bash(g, "t1", "go test ./..."))
 	if err != nil || d.Decision.Decision != policy.Deny || d.Reason != policy.ReasonGateError || d.PolicyDigest != "" || d.Sequence != 1 {
 		t.Fatalf("Decide with a broken policy = %+v, %v; want a recorded gate_error deny", d, err)
@@ -127,7 +153,7 @@ func TestDecideCanceled(t *testing.T) {
 	if d, err := g.Decide(ctx, bash(g, "t1", "go test ./...")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Decide after cancel = %+v, %v; want context.Canceled", d, err)
 	}
-	if head, err := g.Store.Head("s"); err != nil || head.Sequence != 0 {
+	if head, err := g.Store().Head("s"); err != nil || head.Sequence != 0 {
 		t.Fatalf("head after a canceled Decide = %+v, %v; want an empty chain", head, err)
 	}
 }
@@ -136,10 +162,10 @@ func TestEvaluateStrictest(t *testing.T) {
 	g := newGate(t)
 	c := bash(g, "", "go test ./...")
 	c.Requests = append(c.Requests, bash(g, "", "git push origin main").Requests...)
-	if d := gate.Evaluate(t.Context(), g.Engine, c.Requests, g.Store.Project, g.Home); d.Decision != policy.RequireApproval {
+	if d := gate.Evaluate(t.Context(), g.Engine(), c.Requests, g.Store().Project, g.Home()); d.Decision != policy.RequireApproval {
 		t.Errorf("Evaluate(allow, ask) = %s, want require_approval", d.Decision)
 	}
-	if d := gate.Evaluate(t.Context(), g.Engine, nil, g.Store.Project, g.Home); d.Decision != policy.Deny || d.Reason != policy.ReasonGateError {
+	if d := gate.Evaluate(t.Context(), g.Engine(), nil, g.Store().Project, g.Home()); d.Decision != policy.Deny || d.Reason != policy.ReasonGateError {
 		t.Errorf("Evaluate(no requests) = %s %s, want deny gate_error", d.Decision, d.Reason)
 	}
 }
@@ -159,7 +185,7 @@ func TestRecordWithDecision(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := g.Record(gate.Event{HookEvent: receipts.PostToolUse, SessionID: "s", ToolName: "Bash", ToolUseID: "t0",
+	r, err := g.Record(t.Context(), gate.Event{HookEvent: receipts.PostToolUse, SessionID: "s", ToolName: "Bash", ToolUseID: "t0",
 		ToolInputHash: "sha256:go test ./...", Decision: first.Pending("Bash")})
 	if err != nil || r.Unlinked {
 		t.Fatalf("Record with its decision = %+v, %v; want linked", r, err)
@@ -174,8 +200,12 @@ func TestRecordWithDecision(t *testing.T) {
 // refusal signed, for every caller of the gate (the hooks and the MCP
 // relay alike); a deny does not wait for the log.
 func TestDecideRequireLog(t *testing.T) {
-	g := newGate(t)
-	g.RequireLog, g.Caller = true, "MCP relay"
+	// require_log without a log: no log can take the allow. (The
+	// configuration does not validate; one that cannot be read turns the
+	// strict mode on.)
+	g := openGate(t, gate.Options{Caller: "MCP relay"}, func(s *store.Store) {
+		writeFile(t, s.ConfigPath(), []byte(`{"require_log":true}`))
+	})
 	d, err := g.Decide(t.Context(), bash(g, "t1", "go test ./...")) // no log configured: it cannot be published
 	if err != nil || d.Decision.Decision != policy.Deny || d.Reason != gate.ReasonLogUnavailable ||
 		!strings.Contains(d.Message, "before the MCP relay's deadline") {
@@ -187,5 +217,57 @@ func TestDecideRequireLog(t *testing.T) {
 	pl := payloads(t, g)
 	if len(pl) != 3 || pl[0].Decision != policy.Allow || pl[1].Reason != gate.ReasonLogUnavailable || len(pl[1].PolicyIDs) != 0 {
 		t.Fatalf("chain %+v, want the allow, its refusal, the deny", pl)
+	}
+}
+
+// Open fails when nothing could be signed: no issuer key, or a key file
+// others can read; a ctx that ended first is its error too.
+func TestOpenErrors(t *testing.T) {
+	canceled, cancel := context.WithCancel(t.Context())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		edit func(t *testing.T, s *store.Store)
+		want string
+	}{
+		{"no key", t.Context(), func(t *testing.T, s *store.Store) { os.Remove(s.KeyPath()) }, "issuer key"},
+		{"key readable by others", t.Context(), func(t *testing.T, s *store.Store) { os.Chmod(s.KeyPath(), 0o644) }, "issuer key"},
+		{"canceled", canceled, func(*testing.T, *store.Store) {}, "context canceled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := newGate(t).Store().Project
+			tt.edit(t, store.Open(dir))
+			g, err := gate.Open(tt.ctx, dir, gate.Options{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Open = %v, %v; want an error naming %q", g, err, tt.want)
+			}
+		})
+	}
+}
+
+// Preview evaluates as Decide does and records nothing; with a policy that
+// did not load it denies.
+func TestPreview(t *testing.T) {
+	g := newGate(t)
+	for _, tt := range []struct{ name, cmd, want string }{
+		{"allowed", "go test ./...", policy.Allow},
+		{"denied", "rm -rf /", policy.Deny},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if d := g.Preview(t.Context(), bash(g, "", tt.cmd).Requests); d.Decision != tt.want {
+				t.Errorf("Preview(%s) = %s, want %s", tt.cmd, d.Decision, tt.want)
+			}
+		})
+	}
+	if head, err := g.Store().Head("s"); err != nil || head.Sequence != 0 {
+		t.Fatalf("head after Preview = %+v, %v; want an empty chain", head, err)
+	}
+	broken := newGate(t, func(s *store.Store) {
+		writeFile(t, filepath.Join(s.PolicyDir(), "x.cedar"), []byte("permit (principal, action, resource) when {"))
+	})
+	if d := broken.Preview(t.Context(), bash(broken, "", "go test ./...").Requests); d.Decision != policy.Deny || d.Reason != policy.ReasonGateError {
+		t.Fatalf("Preview with a broken policy = %s %s, want deny gate_error", d.Decision, d.Reason)
 	}
 }

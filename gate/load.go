@@ -41,97 +41,103 @@ func LoadPolicy(s *store.Store) (*policy.Engine, error) {
 	return eng, err
 }
 
-// Prepared is the slow part of opening a gate, loading the policy and the
-// issuer key, running in the background; see [Prepare].
-type Prepared struct {
-	store  *store.Store
-	policy chan loadedPolicy
-	key    chan loadedKey
-	config chan loadedConfig
+// Options configure [Open]. The zero Options are those of a hook.
+type Options struct {
+	// Caller names the gate's user in the message of the deny the strict
+	// mode signs when the log did not answer before the caller's deadline:
+	// "hook" when empty; the MCP relay says "MCP relay".
+	Caller string
+	// Home is the user's home directory, for "~" in policies; "" means
+	// os.UserHomeDir (and no home when there is none). Tests set it.
+	Home string
 }
 
-type loadedConfig struct {
-	cfg store.Config
-	err error
-}
-
-type loadedPolicy struct {
-	eng *policy.Engine
-	err error
-}
-
-type loadedKey struct {
-	key ed25519.PrivateKey
-	err error
-}
-
-// Prepare starts loading the store's policy and issuer key, each on its own
-// goroutine, and its configuration after the key. A process that will decide a call calls it as early as it
-// knows the project, so that the loads overlap everything else it does
-// before deciding. A panic while loading becomes an error.
-func Prepare(s *store.Store) *Prepared {
-	p := &Prepared{store: s, policy: make(chan loadedPolicy, 1), key: make(chan loadedKey, 1), config: make(chan loadedConfig, 1)}
+// Open opens the gate of the project rooted at dir: its issuer key, its
+// configuration and its policy, in the project's .docket store. It is the
+// one way to get a gate; the package comment says which failures are
+// errors and which deny.
+//
+// Open returns once the key and the configuration are read. Loading the
+// policy (parsing Cedar) is the slow part: it goes on in the background,
+// and Decide and Preview wait for it, so that a caller that opens the gate
+// first overlaps it with the rest of its work. Open's error is a key that
+// cannot be loaded, or ctx ending first.
+func Open(ctx context.Context, dir string, opts Options) (*Gate, error) {
+	s := store.Open(dir)
+	g := &Gate{store: s, home: opts.Home, caller: opts.Caller, loaded: make(chan struct{})}
+	if g.caller == "" {
+		g.caller = "hook"
+	}
+	if g.home == "" {
+		g.home, _ = os.UserHomeDir()
+	}
 	go func() {
+		defer close(g.loaded)
 		defer func() {
 			if r := recover(); r != nil {
-				p.policy <- loadedPolicy{err: fmt.Errorf("panic loading policy: %.200v", r)}
+				g.engine, g.policyErr = nil, fmt.Errorf("panic loading policy: %.200v", r)
 			}
 		}()
-		eng, err := LoadPolicy(s)
-		p.policy <- loadedPolicy{eng, err}
+		g.engine, g.policyErr = LoadPolicy(s)
 	}()
+	type loadedKey struct {
+		key ed25519.PrivateKey
+		err error
+	}
+	keyc := make(chan loadedKey, 1)
 	go func() {
-		sentKey := false
 		defer func() {
 			if r := recover(); r != nil {
-				err := fmt.Errorf("panic loading the key or the configuration: %.200v", r)
-				if !sentKey {
-					p.key <- loadedKey{err: err}
-				}
-				p.config <- loadedConfig{err: err}
+				keyc <- loadedKey{err: fmt.Errorf("panic loading the key or the configuration: %.200v", r)}
 			}
 		}()
 		key, err := receipts.LoadPrivateKey(s.KeyPath())
-		p.key <- loadedKey{key, err}
-		sentKey = true
+		if err != nil {
+			keyc <- loadedKey{err: err}
+			return
+		}
+		// A configuration that cannot be read cannot say the strict mode
+		// is off: it is on, and an allow then waits for a log that
+		// cannot be reached, which denies.
 		cfg, err := s.LoadConfig()
-		p.config <- loadedConfig{cfg, err}
+		g.requireLog, g.configErr = cfg.RequireLog || err != nil, err
+		keyc <- loadedKey{key: key}
 	}()
-	return p
+	select {
+	case k := <-keyc:
+		if k.err != nil {
+			return nil, fmt.Errorf("issuer key: %w", k.err)
+		}
+		g.key = k.key
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	return g, nil
 }
 
-// Store returns the store being loaded.
-func (p *Prepared) Store() *store.Store { return p.store }
-
-// Key waits for the issuer key, or for ctx to end.
-func (p *Prepared) Key(ctx context.Context) (ed25519.PrivateKey, error) {
+// policy waits for the policy to be loaded, or for ctx to end.
+func (g *Gate) policy(ctx context.Context) (*policy.Engine, error) {
 	select {
-	case k := <-p.key:
-		p.key <- k // for the next caller
-		return k.key, k.err
+	case <-g.loaded:
+		return g.engine, g.policyErr
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, context.Cause(ctx)
 	}
 }
 
-// Config waits for the store's configuration, or for ctx to end.
-func (p *Prepared) Config(ctx context.Context) (store.Config, error) {
-	select {
-	case c := <-p.config:
-		p.config <- c
-		return c.cfg, c.err
-	case <-ctx.Done():
-		return store.Config{}, ctx.Err()
-	}
+// PolicyError waits for the policy to be loaded and returns why it could
+// not be, when every call is denied, or ctx's error when it ended first.
+func (g *Gate) PolicyError(ctx context.Context) error {
+	_, err := g.policy(ctx)
+	return err
 }
 
-// Policy waits for the policy, or for ctx to end.
-func (p *Prepared) Policy(ctx context.Context) (*policy.Engine, error) {
-	select {
-	case l := <-p.policy:
-		p.policy <- l
-		return l.eng, l.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
+// ConfigError returns why the project's configuration could not be read,
+// or nil. The gate is then in strict mode.
+func (g *Gate) ConfigError() error { return g.configErr }
+
+// Store returns the project's store.
+func (g *Gate) Store() *store.Store { return g.store }
+
+// PublicKey returns the public key of the issuer key the gate signs with.
+func (g *Gate) PublicKey() ed25519.PublicKey { return g.key.Public().(ed25519.PublicKey) }

@@ -41,6 +41,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docketlog/docket/gate"
@@ -93,12 +94,42 @@ type Options struct {
 	// receipt and a log is configured. It must return at once (start a
 	// detached `docket sync`), never wait on the network.
 	StartSync func(*store.Store)
-	// Prepared, if set, is the loading of Store's policy and key, started
-	// earlier by gate.Prepare; otherwise the pre hook starts it itself.
-	Prepared *gate.Prepared
 	// Fault, if set, is called at named points of the pre hook ("decide");
 	// tests use it to inject panics and delays.
 	Fault func(point string)
+
+	// gate returns the project's gate (gate.Open), waiting for it until
+	// ctx ends; set by Run and Receipter.
+	gate func(ctx context.Context) (*gate.Gate, error)
+}
+
+// openGate starts opening the gate of store s (gate.Open) on its own
+// goroutine, so that it overlaps reading the event, and returns the
+// function that waits for it. A panic while opening is an error.
+func openGate(ctx context.Context, s *store.Store, home string) func(context.Context) (*gate.Gate, error) {
+	type opened struct {
+		g   *gate.Gate
+		err error
+	}
+	c := make(chan opened, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				c <- opened{err: fmt.Errorf("internal error opening the gate (panic: %.200v)", r)}
+			}
+		}()
+		g, err := gate.Open(ctx, s.Project, gate.Options{Home: home})
+		c <- opened{g, err}
+	}()
+	return func(ctx context.Context) (*gate.Gate, error) {
+		select {
+		case o := <-c:
+			c <- o // for the next caller
+			return o.g, o.err
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
 }
 
 // Run runs one hook: it reads the agent's event from stdin, dispatches it
@@ -120,6 +151,11 @@ func Run(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr io.W
 	}
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
+	if opts.Err == nil && opts.Store != nil {
+		// Opening the gate (loading the key, the configuration and,
+		// slowest, the policy) overlaps reading the event.
+		opts.gate = openGate(ctx, opts.Store, opts.Home)
+	}
 	var in input
 	in.data, in.err = readInput(ctx, stdin)
 	if in.err == nil {
@@ -218,13 +254,6 @@ func pre(ctx context.Context, opts Options, in input) answer {
 	if opts.Err != nil {
 		return block("gate error: %v; the call is blocked", opts.Err)
 	}
-	// Loading the policy (parsing Cedar) and the key are the slow steps:
-	// the command line started them (Options.Prepared) before the event
-	// was read and parsed.
-	prep := opts.Prepared
-	if prep == nil || prep.Store() != opts.Store {
-		prep = gate.Prepare(opts.Store)
-	}
 	if in.err != nil {
 		return block("gate error: %v; the call is blocked", in.err)
 	}
@@ -232,21 +261,14 @@ func pre(ctx context.Context, opts Options, in input) answer {
 	if err != nil {
 		return block("gate error: %v; the call is blocked", err)
 	}
-	key, err := prep.Key(ctx)
+	// The gate's fail-closed rule (package gate): no key is no gate, and
+	// blocks; a policy or configuration that does not load is a signed deny.
+	g, err := opts.gate(ctx)
 	if ctx.Err() != nil {
 		return block("gate error: internal deadline exceeded loading the key; the call is blocked")
 	}
 	if err != nil {
-		return block("gate error: issuer key: %v; the call is blocked (run docket init)", err)
-	}
-	g := &gate.Gate{Store: opts.Store, Key: key, Home: opts.Home}
-	g.Engine, g.PolicyErr = prep.Policy(ctx)
-	// A configuration that cannot be read cannot say the strict mode is
-	// off: an allow then waits for the log, which fails closed.
-	cfg, cfgErr := prep.Config(ctx)
-	g.RequireLog = cfg.RequireLog || cfgErr != nil
-	if ctx.Err() != nil {
-		return block("gate error: internal deadline exceeded loading the policy; the call is blocked")
+		return block("gate error: %v; the call is blocked (run docket init)", err)
 	}
 	if opts.Fault != nil {
 		opts.Fault("decide")
@@ -367,22 +389,23 @@ func warn(stdout, stderr io.Writer, warns []string) {
 	stdout.Write(append(b, '\n'))
 }
 
-// record signs the execution or lifecycle receipt of one event.
+// record signs the execution or lifecycle receipt of one event, with the
+// gate the pre hook decides with.
 func record(opts Options, event map[string]any) error {
 	ev, err := eventOf(opts.Agent, opts.Kind, event, opts.Store.Project)
 	if err != nil {
 		return err
 	}
-	key, err := receipts.LoadPrivateKey(opts.Store.KeyPath())
+	ctx := context.Background()
+	g, err := opts.gate(ctx)
 	if err != nil {
-		return fmt.Errorf("issuer key: %w", err)
+		return err
 	}
-	g := &gate.Gate{Store: opts.Store, Key: key, Home: opts.Home}
 	hookEvent := opts.Kind.HookEvent()
 	if ev.Failed {
 		hookEvent = receipts.PostToolUseFailure
 	}
-	r, err := g.Record(gate.Event{
+	r, err := g.Record(ctx, gate.Event{
 		HookEvent: hookEvent,
 		SessionID: ev.SessionID,
 		Agent:     opts.Agent.ReceiptName(),
@@ -409,6 +432,11 @@ const maxDrain = 32
 // input) is rejected; one of an unknown agent or hook is skipped.
 func Receipter(s *store.Store, home string) func(store.SpooledEvent) error {
 	opts := Options{Store: s, Home: home, Start: time.Now(), Logger: slog.New(slog.DiscardHandler)}
+	// The gate is opened on the first spooled event, once.
+	open := sync.OnceValues(func() (*gate.Gate, error) {
+		return gate.Open(context.Background(), s.Project, gate.Options{Home: home})
+	})
+	opts.gate = func(context.Context) (*gate.Gate, error) { return open() }
 	return opts.receiptSpooled
 }
 

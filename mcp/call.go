@@ -7,7 +7,6 @@ import (
 	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/pic"
 	"github.com/docketlog/docket/policy"
-	"github.com/docketlog/docket/receipts"
 )
 
 // toolsCall decides a tools/call and relays it when allowed.
@@ -42,36 +41,6 @@ func (r *relay) toolsCall(ctx context.Context, cm *clientMsg) error {
 	call := gate.Call{SessionID: r.cfg.SessionID, Agent: r.agent, ToolName: ci.tool, ToolUseID: ci.toolUseID,
 		ToolInputHash: ci.inputHash, Start: start, ProposalDigest: digest,
 		Requests: []policy.Call{{Agent: r.agent, ToolName: ci.tool, ToolInput: c.input,
-			Cwd: r.cfg.Gate.Store.Project, MCP: mc}}}
-	// The flight is registered before the decision, so that the id cannot
-	// be reused meanwhile; it answers nothing until it is forwarded, and
-	// is removed on deny: a response to a denied call is dropped.
-	key := string(id)
-	if err := r.flights.add(key, &flight{method: "tools/call", tool: ci.tool, toolUseID: ci.toolUseID, inputHash: ci.inputHash}); err != nil {
-		r.refuseCall(ctx, id, false, ci, err.Error(), "")
-		return nil
-	}
-	var d gate.Decision
-	err := r.append(func() error {
-		var err error
-		d, err = r.cfg.Gate.Decide(ctx, call)
-		return err
-	})
-	if err != nil || d.Decision.Decision != policy.Allow {
-		r.flights.remove(key)
-		if err != nil {
-			r.log.Error("mcp: deciding a call failed; denied", "tool", ci.tool, "err", err)
-			r.answerDeny(id, ci, policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
-				Message: "the decision could not be recorded: " + err.Error()}, "")
-			return nil
-		}
-		r.log.Info("mcp: call denied", "tool", ci.tool, "decision", d.Decision.Decision, "policy_ids", d.PolicyIDs)
-		hash, _ := receipts.Hash(d.Receipt)
-		r.answerDeny(id, ci, d.Decision, hash)
-		return nil
-	}
-	r.log.Debug("mcp: call allowed", "tool", ci.tool, "policy_ids", d.PolicyIDs)
-	// The execution receipt links this decision directly, without reading
-	// the chain back for it, however many calls are in flight.
-	return r.forward(id, d.Pending(ci.tool), cm.line)
+			Cwd: r.cfg.Gate.Store().Project, MCP: mc}}}
+	return r.decide(ctx, cm, ci, call)
 }

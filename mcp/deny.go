@@ -16,6 +16,9 @@ type callInfo struct {
 	// stateless is set for a request of protocol 2026-07-28 or later
 	// (it names its version in _meta), whose results carry resultType.
 	stateless bool
+	// method is the request's method when it is not a tools/call but a
+	// gated request (gatedMethods): its denial is a JSON-RPC error.
+	method string
 }
 
 // refuseCall signs a deny for a call the policy was not asked about (it
@@ -50,14 +53,19 @@ func (r *relay) refuseCall(ctx context.Context, id []byte, hasID bool, ci callIn
 }
 
 // answerDeny answers a denied call: a tool result with isError (the model
-// reads why and does not loop), or under DenyAsError a JSON-RPC error in
-// the implementation-defined range. Never a "malformed request" code.
+// reads why and does not loop), or under DenyAsError, and for a gated
+// request that is no tool call, a JSON-RPC error in the
+// implementation-defined range. Never a "malformed request" code.
 func (r *relay) answerDeny(id []byte, ci callInfo, d policy.Decision, receiptHash string) {
 	verdict := "denied"
 	if d.Decision == policy.RequireApproval {
 		verdict = "needs approval, which docket mcp cannot ask for, so it was denied"
 	}
-	text := "Docket " + verdict + " this tool call; it was not run."
+	what := "tool call"
+	if ci.method != "" {
+		what = ci.method + " request"
+	}
+	text := "Docket " + verdict + " this " + what + "; it was not run."
 	if d.Message != "" {
 		text += " Reason: " + d.Message + "."
 	} else if d.Reason != "" {
@@ -79,7 +87,7 @@ func (r *relay) answerDeny(id []byte, ci callInfo, d policy.Decision, receiptHas
 		meta[MetaReceipt] = receiptHash
 	}
 	var msg any
-	if r.cfg.DenyAsError {
+	if r.cfg.DenyAsError || ci.method != "" {
 		e := errorObject(DeniedCode, text)
 		e["data"] = meta
 		msg = map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "error": e}

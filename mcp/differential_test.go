@@ -161,7 +161,8 @@ func TestRelayParserDifferential(t *testing.T) {
 func TestRelayArgumentSchema(t *testing.T) {
 	dir := t.TempDir()
 	forbidden := filepath.Join(dir, "forbidden")
-	g := newGate(t, `@id("no-forbidden")
+	// The project is dir: an allowed write is one inside the project.
+	g := newGateAt(t, dir, `@id("no-forbidden")
 forbid (principal, action == Action::"mcp__t__write", resource) when { context.input like "*\"path\":\"*forbidden*" };`)
 	s := start(t, g, nil)
 	writeCall := func(id int, args string) string {
@@ -289,7 +290,7 @@ func TestRelayHostileResponses(t *testing.T) {
 		}
 	}
 	s.close()
-	lines, _ := g.Store.Receipts("s")
+	lines, _ := g.Store().Receipts("s")
 	n := 0
 	for _, p := range chain(t, g) {
 		if p.ToolName != "mcp__t__raw" || p.HookEvent == receipts.PreToolUse {

@@ -2,7 +2,7 @@ package mcp_test
 
 import (
 	"context"
-	"crypto/ed25519"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +10,7 @@ import (
 	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/mcp"
 	"github.com/docketlog/docket/policy"
+	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
 
@@ -23,14 +24,15 @@ func ExampleRun() {
 	// Trust the server "t" in the default policy, as docket init -mcp t does.
 	src, _, _ := mcp.TrustServer(policy.Default, "t")
 	os.WriteFile(filepath.Join(s.PolicyDir(), "docket.cedar"), src, 0o600)
-	eng, err := gate.LoadPolicy(s)
+	_, kf := receipts.GenerateKey()
+	receipts.WriteKeyFile(s.KeyPath(), kf)
+	g, err := gate.Open(context.Background(), project, gate.Options{Caller: "MCP relay"})
 	if err != nil {
-		fmt.Println(err)
+		fmt.Println(err) // no issuer key: nothing could be signed
 		return
 	}
-	_, key, _ := ed25519.GenerateKey(nil)
 	cfg := mcp.Config{
-		Gate:      &gate.Gate{Store: s, Engine: eng, Key: key},
+		Gate:      g,
 		Server:    "t",
 		Command:   []string{"cat"}, // any stdio MCP server
 		SessionID: "example",

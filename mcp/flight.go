@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"errors"
 	"sync"
 
@@ -22,7 +23,8 @@ type flight struct {
 	forwarded bool
 	// cursor is set for a tools/list request for a later page.
 	cursor bool
-	// For tools/call: what its execution receipt records.
+	// For a decided call (tools/call, or a gated request): what its
+	// execution receipt records; tool is "" for any other request.
 	tool, toolUseID, inputHash string
 	decision                   *store.Pending // the allow it executes, set before it is forwarded
 	// own is set for the relay's own tools/list (fetchTools): its
@@ -109,7 +111,7 @@ func (t *flights) drain() []*flight {
 		switch {
 		case f.own:
 			close(f.done) // fetchTools waits for it no longer
-		case f.method == "tools/call" && f.forwarded:
+		case f.tool != "" && f.forwarded:
 			calls = append(calls, f)
 		}
 		delete(t.m, k)
@@ -124,7 +126,7 @@ func (r *relay) cancelled(idv, reason any) {
 		return
 	}
 	f := r.flights.answer(string(id))
-	if f == nil || f.method != "tools/call" {
+	if f == nil || f.tool == "" {
 		return
 	}
 	why, _ := reason.(string)
@@ -147,7 +149,8 @@ func (r *relay) serverGone() int {
 // the flight holds. It runs after the response is relayed.
 func (r *relay) record(f *flight, event, reason, outputHash string) {
 	err := r.append(func() error {
-		_, err := r.cfg.Gate.Record(gate.Event{HookEvent: event, SessionID: r.cfg.SessionID, Agent: r.agent,
+		// An ended ctx does not stop a record (gate.Gate.Record).
+		_, err := r.cfg.Gate.Record(context.Background(), gate.Event{HookEvent: event, SessionID: r.cfg.SessionID, Agent: r.agent,
 			ToolName: f.tool, ToolUseID: f.toolUseID, ToolInputHash: f.inputHash, ToolOutputHash: outputHash, Reason: reason,
 			Decision: f.decision})
 		return err

@@ -2,7 +2,7 @@ package mcp_test
 
 import (
 	"bufio"
-	"crypto/ed25519"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -183,12 +183,18 @@ func newGateAt(t testing.TB, dir string, extra ...string) *gate.Gate {
 			t.Fatal(err)
 		}
 	}
-	eng, err := gate.LoadPolicy(s)
+	_, kf := receipts.GenerateKey()
+	if err := receipts.WriteKeyFile(s.KeyPath(), kf); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.Open(context.Background(), dir, gate.Options{Caller: "MCP relay", Home: "/nonexistent/home"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, priv, _ := ed25519.GenerateKey(nil)
-	return &gate.Gate{Store: s, Engine: eng, Key: priv, Home: "/nonexistent/home"}
+	if err := g.PolicyError(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // session is a client connected to a server through mcp.Run.
@@ -261,11 +267,11 @@ func call(id int, tool string, args any) string {
 // chain verifies the session chain and returns its payloads.
 func chain(t testing.TB, g *gate.Gate) []receipts.Payload {
 	t.Helper()
-	lines, err := g.Store.Receipts("s")
+	lines, err := g.Store().Receipts("s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := g.Key.Public().(ed25519.PublicKey)
+	pub := g.PublicKey()
 	out := make([]receipts.Payload, len(lines))
 	for i, r := range receipts.VerifyChain(lines, receipts.Options{Keys: receipts.PinnedKey(pub), SessionID: "s"}) {
 		if r.Outcome != receipts.Valid {

@@ -37,7 +37,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 		p.kill()
 		return 1, err
 	}
-	if _, err := cfg.Gate.Record(gate.Event{HookEvent: receipts.SessionStart, SessionID: cfg.SessionID, Agent: r.agent}); err != nil {
+	if _, err := cfg.Gate.Record(ctx, gate.Event{HookEvent: receipts.SessionStart, SessionID: cfg.SessionID, Agent: r.agent}); err != nil {
 		r.log.Error("mcp: recording the session start", "err", err)
 	}
 	go func() { p.outDone <- r.serverLoop(p.stdout) }()
@@ -57,7 +57,7 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 	}
 	code, werr := p.stopProcess(cfg.Grace, r.log)
 	r.end()
-	if _, err := cfg.Gate.Record(gate.Event{HookEvent: receipts.SessionEnd, SessionID: cfg.SessionID, Agent: r.agent}); err != nil {
+	if _, err := cfg.Gate.Record(ctx, gate.Event{HookEvent: receipts.SessionEnd, SessionID: cfg.SessionID, Agent: r.agent}); err != nil {
 		r.log.Error("mcp: recording the session end", "err", err)
 	}
 	if werr != nil {

@@ -24,6 +24,11 @@
 // response, the client's cancellation or the server's exit produces an
 // execution receipt linked to the decision. Any error denies.
 //
+// The other client requests whose params a server resolves to files
+// (resources/read, resources/subscribe, prompts/get, completion/complete)
+// are decided the same way, as calls of pseudo-tools (gatedMethods); their
+// denial is a JSON-RPC error.
+//
 // The relay keeps no protocol state beyond the requests in flight and the
 // tools' input schemas, so it works with every protocol version, including
 // 2026-07-28, which has no initialize handshake (the server's identity

@@ -91,7 +91,7 @@ func TestRelayAllowDeny(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("chain =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	lines, _ := g.Store.Receipts("s")
+	lines, _ := g.Store().Receipts("s")
 	echoIn, _ := receipts.HashJSON(map[string]any{"x": "y"})
 	for i, r := range p {
 		switch {

@@ -56,6 +56,8 @@ func (r *relay) fromClient(ctx context.Context, line []byte) error {
 	switch {
 	case ref != nil:
 		return r.refuse(ctx, ref)
+	case cm.call != nil && cm.method != "tools/call":
+		return r.gatedRequest(ctx, cm)
 	case cm.call != nil:
 		return r.toolsCall(ctx, cm)
 	case !cm.request:
@@ -157,6 +159,8 @@ func readClient(line []byte, t *tools) (*clientMsg, *refusal) {
 		return no("a response needs an id and one of result and error")
 	case cm.method == "tools/call":
 		return readCall(cm, rd, t)
+	case gatedMethods[cm.method] != "":
+		return readGated(cm, rd, gatedMethods[cm.method])
 	}
 	return cm, nil
 }
@@ -179,6 +183,9 @@ func readCall(cm *clientMsg, rd *reading, t *tools) (*clientMsg, *refusal) {
 		return no("tools/call params.name is not a non-empty string")
 	}
 	c.ci.tool = c.name // the relay prefixes mcp__<server>__
+	if reservedTool(c.name) {
+		return no("tools/call params.name " + quote(c.name) + " names a request docket mcp gates itself, not a tool")
+	}
 	if meta, ok := params["_meta"].(map[string]any); ok {
 		_, c.ci.stateless = meta["io.modelcontextprotocol/protocolVersion"]
 	}
@@ -392,7 +399,7 @@ func (r *relay) fromServer(msg *serverLine) error {
 		r.log.Warn("mcp: a server response was not relayed", "method", f.method, "why", sv.refused)
 		e := errorObject(codeInternalError, "docket mcp: the server's response was not relayed: "+sv.refused)
 		r.writeClient(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(sv.id), "error": e})
-		if f.method == "tools/call" {
+		if f.tool != "" {
 			h, _ := receipts.HashJSON(e)
 			r.record(f, receipts.PostToolUseFailure, ReasonInvalidResponse, h)
 		}
@@ -414,7 +421,7 @@ func (r *relay) fromServer(msg *serverLine) error {
 	switch {
 	case listed != "":
 		r.toolsListed(listed)
-	case f.method == "tools/call":
+	case f.tool != "": // a decided call: tools/call or a gated request
 		event := receipts.PostToolUse
 		if sv.failed {
 			event = receipts.PostToolUseFailure

@@ -244,7 +244,7 @@ func (r *relay) toolsListed(h string) {
 	}
 	r.tools.seen[h] = true
 	err := r.append(func() error {
-		_, err := r.cfg.Gate.Record(gate.Event{Lifecycle: receipts.LifecycleToolsList, SessionID: r.cfg.SessionID,
+		_, err := r.cfg.Gate.Record(context.Background(), gate.Event{Lifecycle: receipts.LifecycleToolsList, SessionID: r.cfg.SessionID,
 			Agent: r.agent, ToolName: "mcp__" + r.cfg.Server, ToolOutputHash: h})
 		return err
 	})
@@ -292,8 +292,8 @@ func (t *tools) keep(list []any, first bool) {
 // the tools the policy always denies (see Config.HideDenied), re-encoded;
 // msg itself when it hides nothing.
 func (r *relay) hideDenied(msg *serverLine, v map[string]any) *serverLine {
-	if r.cfg.Gate.Engine == nil {
-		return msg
+	if r.cfg.Gate.PolicyError(context.Background()) != nil {
+		return msg // every call is denied anyway, with the reason
 	}
 	res, _ := v["result"].(map[string]any)
 	list, _ := res["tools"].([]any)
@@ -325,8 +325,7 @@ func (r *relay) hideDenied(msg *serverLine, v map[string]any) *serverLine {
 func (r *relay) alwaysDenied(tool string) bool {
 	mc := &policy.MCPContext{ServerCommand: r.cmd, ServerInfo: r.info(), HighImpact: r.high[tool] || r.high["*"],
 		PIC: policy.PICContext{Present: true, Verified: true, Impact: "read", Trusted: []string{"evidence"}}}
-	d := gate.Evaluate(context.Background(), r.cfg.Gate.Engine, []policy.Call{{Agent: r.agent,
-		ToolName: "mcp__" + r.cfg.Server + "__" + tool, ToolInput: []byte("{}"), Cwd: r.cfg.Gate.Store.Project, MCP: mc}},
-		r.cfg.Gate.Store.Project, r.cfg.Gate.Home)
+	d := r.cfg.Gate.Preview(context.Background(), []policy.Call{{Agent: r.agent,
+		ToolName: "mcp__" + r.cfg.Server + "__" + tool, ToolInput: []byte("{}"), Cwd: r.cfg.Gate.Store().Project, MCP: mc}})
 	return d.Decision != policy.Allow
 }

@@ -11,8 +11,8 @@
 //
 //	panic   the pre hook panics while deciding
 //	hang    it outlives its deadline
-//	signal  it says "docket: test: waiting for a signal" on stderr once it
-//	        takes SIGINT and SIGTERM, and waits for one
+//	signal  it says "docket: test: waiting for a signal" on stderr (docket
+//	        takes SIGINT and SIGTERM before any command runs), and waits for one
 package clitest
 
 import (
@@ -64,17 +64,16 @@ func Main(m testscript.TestingM) {
 func fault(name string) docketcmd.Fault {
 	switch name {
 	case "panic":
-		return func(io.Writer, <-chan struct{}) func(string) {
+		return func(io.Writer) func(string) {
 			return func(string) { panic("injected fault") }
 		}
 	case "hang":
-		return func(io.Writer, <-chan struct{}) func(string) {
+		return func(io.Writer) func(string) {
 			return func(string) { time.Sleep(time.Hour) }
 		}
 	case "signal":
-		return func(stderr io.Writer, ready <-chan struct{}) func(string) {
+		return func(stderr io.Writer) func(string) {
 			return func(string) {
-				<-ready
 				fmt.Fprintln(stderr, "docket: test: waiting for a signal")
 				time.Sleep(time.Hour)
 			}

@@ -7,11 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/store"
 )
@@ -88,14 +86,7 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		opts.Err = err
 	} else {
 		opts.Store = store.Open(project)
-		if inv.Err == nil && inv.Kind == hook.Pre {
-			// Start parsing the policy now: it is the slowest step.
-			opts.Prepared = gate.Prepare(opts.Store)
-		}
 	}
-
-	ctx, stop, sigReady := signalContext(ctx)
-	defer stop()
 	if path := os.Getenv("DOCKET_HOOK_LOG"); path != "" {
 		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
 			defer f.Close()
@@ -103,7 +94,7 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	if f, ok := ctx.Value(faultKey{}).(Fault); ok && f != nil {
-		opts.Fault = f(stderr, sigReady)
+		opts.Fault = f(stderr)
 	}
 	return hook.Run(ctx, opts, stdin, stdout, stderr)
 }
@@ -120,39 +111,17 @@ func isTerminal(r io.Reader) bool {
 }
 
 // A Fault makes the pre hook fail, for the fail-closed tests: given the
-// hook's stderr and a channel closed once the hook takes SIGINT and
-// SIGTERM, it returns the hook.Options.Fault to call. Only the docket of
-// the test binaries (internal/cli/clitest) injects one, through WithFault;
-// a fault can only block a call, never allow one.
-type Fault func(stderr io.Writer, signalReady <-chan struct{}) func(point string)
+// hook's stderr, it returns the hook.Options.Fault to call. SIGINT and
+// SIGTERM are taken before any command runs (Run). Only the docket of the
+// test binaries (internal/cli/clitest) injects one, through WithFault; a
+// fault can only block a call, never allow one.
+type Fault func(stderr io.Writer) func(point string)
 
 type faultKey struct{}
 
 // WithFault returns a context under which docket hook pre injects f.
 func WithFault(ctx context.Context, f Fault) context.Context {
 	return context.WithValue(ctx, faultKey{}, f)
-}
-
-// signalContext is like signal.NotifyContext for SIGINT and SIGTERM, but
-// installs the handler on its own goroutine, where the time it takes (the
-// runtime starts its signal machinery) overlaps the hook's work.
-// ready is closed once the handler is in place; a signal before that ends
-// the process, as one before main would.
-func signalContext(parent context.Context) (ctx context.Context, stop context.CancelFunc, ready <-chan struct{}) {
-	ctx, cancel := context.WithCancelCause(parent)
-	c := make(chan os.Signal, 1)
-	r := make(chan struct{})
-	go func() {
-		signal.Notify(c, os.Interrupt, syscall.SIGTERM)
-		close(r)
-		select {
-		case s := <-c:
-			cancel(fmt.Errorf("received %v", s))
-		case <-ctx.Done():
-		}
-		signal.Stop(c)
-	}()
-	return ctx, func() { cancel(context.Canceled) }, r
 }
 
 // startSync starts `docket sync` for the store, detached in its own session

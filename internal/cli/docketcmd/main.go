@@ -9,7 +9,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"sort"
+	"syscall"
 )
 
 const usage = `Usage:
@@ -90,6 +93,16 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		hintf(stderr, "commands are %v", names)
 		return 2
 	}
+	// One signal setup for every command: SIGINT and SIGTERM end ctx (its
+	// cause names the signal), and a command winds down by it (the pre
+	// hook blocks, docket mcp stops its server and records the session's
+	// end). A second signal gets the default action: it ends the process.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	return cmd(ctx, args[1:], stdin, stdout, stderr)
 }
 

@@ -31,7 +31,10 @@ Runs the stdio MCP server SERVER_CMD behind Docket's gate: every message is
 relayed byte for byte, and every tools/call is decided by the project's
 policy (as mcp__NAME__TOOL, with the arguments in the context) and its
 decision receipt fsynced before the server sees it. A denied call is
-answered as a tool result with isError and never reaches the server. PIC
+answered as a tool result with isError and never reaches the server.
+resources/read, resources/subscribe, prompts/get and completion/complete
+are decided the same way (as mcp__NAME__resources:read and so on, their
+params as the input); their denial is a JSON-RPC error. PIC
 action proposals under arguments.__pic are verified first and stripped.
 Exits with the server's exit code.
 
@@ -91,26 +94,19 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 	}
 	project, _ = filepath.Abs(project)
-	st := store.Open(project)
-	prep := gate.Prepare(st)
-	key, err := prep.Key(ctx)
+	// The gate's fail-closed rule (package gate), as for the hooks: no
+	// key is no gate, and the relay does not start; a policy that does not
+	// load denies every call (signed, with the reason), so the client sees
+	// why; a configuration that cannot be read turns the strict mode on.
+	g, err := gate.Open(ctx, project, gate.Options{Caller: "MCP relay"})
 	if err != nil {
-		errorf(stderr, "mcp: issuer key: %v", err)
+		errorf(stderr, "mcp: %v", err)
 		hintf(stderr, "run docket init in %s first", project)
 		return 2
 	}
-	// A policy that does not load denies every call (signed, with the
-	// reason), so the client sees why.
-	eng, perr := prep.Policy(ctx)
-	scfg, err := prep.Config(ctx)
-	if err != nil {
-		errorf(stderr, "mcp: %v", err)
-		return 2
-	}
-	home, _ := os.UserHomeDir()
+	st := g.Store()
 	cfg := mcp.Config{
-		Gate: &gate.Gate{Store: st, Engine: eng, PolicyErr: perr, Key: key, Home: home,
-			RequireLog: scfg.RequireLog, Caller: "MCP relay"},
+		Gate:         g,
 		Server:       *name,
 		Command:      argv,
 		SessionID:    *session,
@@ -148,11 +144,12 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		defer f.Close()
 		cfg.Logger = slog.New(slog.NewJSONHandler(f, nil))
 	}
-	if perr != nil {
-		warnf(stderr, "mcp: the policy does not load, every call will be denied: %v", perr)
+	if err := g.PolicyError(ctx); err != nil && ctx.Err() == nil {
+		warnf(stderr, "mcp: the policy does not load, every call will be denied: %v", err)
 	}
-	ctx, stop, _ := signalContext(ctx)
-	defer stop()
+	if err := g.ConfigError(); err != nil {
+		warnf(stderr, "mcp: %v; every allowed call waits for the log, which cannot take it, and is denied", err)
+	}
 	code, err := mcp.Run(ctx, cfg, stdin, stdout, stderr)
 	if err != nil {
 		errorf(stderr, "mcp: %v", err)
