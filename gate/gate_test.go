@@ -40,6 +40,9 @@ func openGate(t *testing.T, o gate.Options, edits ...func(s *store.Store)) *gate
 	if err != nil {
 		t.Fatalf("Open = %v", err)
 	}
+	// The policy loads in the background and may write the store's
+	// validation stamp: let it finish before the directory is removed.
+	t.Cleanup(func() { g.PolicyError(context.Background()) })
 	return g
 }
 

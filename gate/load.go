@@ -63,6 +63,9 @@ type Options struct {
 // first overlaps it with the rest of its work. Open's error is a key that
 // cannot be loaded, or ctx ending first.
 func Open(ctx context.Context, dir string, opts Options) (*Gate, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
 	s := store.Open(dir)
 	g := &Gate{store: s, home: opts.Home, caller: opts.Caller, loaded: make(chan struct{})}
 	if g.caller == "" {
@@ -103,13 +106,18 @@ func Open(ctx context.Context, dir string, opts Options) (*Gate, error) {
 		g.requireLog, g.configErr = cfg.RequireLog || err != nil, err
 		keyc <- loadedKey{key: key}
 	}()
+	// On an error, the policy's loading (which may write the store's
+	// validation stamp) ends before Open returns: nothing outlives a
+	// gate that was never handed out.
 	select {
 	case k := <-keyc:
 		if k.err != nil {
+			<-g.loaded
 			return nil, fmt.Errorf("issuer key: %w", k.err)
 		}
 		g.key = k.key
 	case <-ctx.Done():
+		<-g.loaded
 		return nil, context.Cause(ctx)
 	}
 	return g, nil
