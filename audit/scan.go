@@ -10,15 +10,18 @@ import (
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
-	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
 	"github.com/transparency-dev/tessera/client"
 
 	"github.com/docketlog/docket/receipts"
 )
 
-// A Fetcher reads a log's tlog-tiles resources. Tessera's client.HTTPFetcher
-// (a log's URL) and client.FileFetcher (a POSIX storage directory) are both
-// Fetchers. ReadEntryBundle with p > 0 asks for a partial bundle of p entries.
+// A Fetcher reads a log's tlog-tiles resources. HTTPFetcher (a log's URL)
+// and FileFetcher (a POSIX storage directory) are Fetchers that bound what
+// they read; so are Tessera's client.HTTPFetcher and client.FileFetcher,
+// which read whatever they are served, so that only what they return is
+// checked. ReadEntryBundle with p > 0 asks for a partial bundle of p
+// entries, and may return the full bundle once the partial one is gone.
 type Fetcher interface {
 	ReadCheckpoint(ctx context.Context) ([]byte, error)
 	ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error)
@@ -194,13 +197,13 @@ func scanRange(ctx context.Context, f Fetcher, from, size uint64, rng *compact.R
 }
 
 func parseBundle(b client.Bundle) parsedBundle {
-	var eb api.EntryBundle
-	if err := eb.UnmarshalText(b.Data); err != nil {
-		return parsedBundle{err: fmt.Errorf("entry bundle %d: %w", b.RangeInfo.Index, err)}
-	}
 	ri := b.RangeInfo
-	if uint(len(eb.Entries)) < ri.First+ri.N {
-		return parsedBundle{err: fmt.Errorf("entry bundle %d has %d entries, want at least %d", ri.Index, len(eb.Entries), ri.First+ri.N)}
+	entries, err := splitBundle(b.Data, layout.EntryBundleWidth)
+	if err != nil {
+		return parsedBundle{err: fmt.Errorf("entry bundle %d: %w", ri.Index, err)}
+	}
+	if uint(len(entries)) < ri.First+ri.N {
+		return parsedBundle{err: fmt.Errorf("entry bundle %d has %d entries, want at least %d", ri.Index, len(entries), ri.First+ri.N)}
 	}
 	first := ri.Index*256 + uint64(ri.First)
 	pb := parsedBundle{
@@ -209,7 +212,7 @@ func parseBundle(b client.Bundle) parsedBundle {
 		records: make([]*Record, ri.N),
 		bad:     make([]*BadEntry, ri.N),
 	}
-	for i, leaf := range eb.Entries[ri.First : ri.First+ri.N] {
+	for i, leaf := range entries[ri.First : ri.First+ri.N] {
 		idx := first + uint64(i)
 		pb.hashes[i] = rfc6962.DefaultHasher.HashLeaf(leaf)
 		r, err := parseRecord(idx, leaf)

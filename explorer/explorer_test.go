@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transparency-dev/tessera/client"
-
 	"github.com/docketlog/docket/audit"
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/internal/tlogtest"
@@ -21,7 +19,7 @@ import (
 
 // serve starts a real log with two issuers, and the explorer over it on a
 // loopback port.
-func serve(t *testing.T) (*httptest.Server, *tlogtest.POSIXLog, *tlogtest.Issuer) {
+func serve(t *testing.T) (*httptest.Server, *Explorer, *tlogtest.POSIXLog, *tlogtest.Issuer) {
 	t.Helper()
 	k := tlogtest.NewKeyPair(t, "example.com/explored")
 	l := tlogtest.NewPOSIX(t, t.TempDir(), k)
@@ -33,13 +31,13 @@ func serve(t *testing.T) (*httptest.Server, *tlogtest.POSIXLog, *tlogtest.Issuer
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Config{Fetcher: client.FileFetcher{Root: l.Dir}, Verifier: v, Refresh: time.Nanosecond})
+	e, err := New(t.Context(), Config{Fetcher: audit.FileFetcher{Root: l.Dir}, Verifier: v, Refresh: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	return srv, l, is
+	return srv, e, l, is
 }
 
 func get(t *testing.T, url string, want int) string {
@@ -60,7 +58,7 @@ func get(t *testing.T, url string, want int) string {
 }
 
 func TestPages(t *testing.T) {
-	srv, l, is := serve(t)
+	srv, e, l, is := serve(t)
 	home := get(t, srv.URL+"/", 200)
 	for _, want := range []string{`id="verified"`, `<dd id="size">6</dd>`, is.KID, "PreToolUse"} {
 		if !strings.Contains(home, want) {
@@ -85,6 +83,9 @@ func TestPages(t *testing.T) {
 	// Markup in a receipt is shown as text, never interpreted.
 	evil := is.Start("<script>alert(1)</script>")
 	l.Add(t, is.Leaf(evil))
+	if err := e.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	for _, page := range []string{"/", "/entry/6"} {
 		if body := get(t, srv.URL+page, 200); strings.Contains(body, "<script>alert") {
 			t.Errorf("%s renders a session id as markup", page)
@@ -119,7 +120,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(copyPath) })
-	srv, _, is := serve(t)
+	srv, _, _, is := serve(t)
 	cmd := exec.CommandContext(t.Context(), node, copyPath, srv.URL+"/", is.KID)
 	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
 	out, err := cmd.CombinedOutput()

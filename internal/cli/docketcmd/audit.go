@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/transparency-dev/tessera/client"
-
 	"github.com/docketlog/docket/audit"
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/receipts"
@@ -113,7 +111,7 @@ func newFetcher(loc string) (audit.Fetcher, error) {
 	if fi, err := os.Stat(loc); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("-log %s: neither an http(s) URL nor a directory", loc)
 	}
-	return client.FileFetcher{Root: loc}, nil
+	return audit.FileFetcher{Root: loc}, nil
 }
 
 // readCheckpoint reads and verifies the log's checkpoint.
@@ -402,7 +400,11 @@ func runVerifyIndex(_ context.Context, args []string, _ io.Reader, stdout, stder
 	fmt.Fprintf(stdout, "%d entries verified; issuer_sequence complete up to %d; the issuer's latest checkpoint counts %d; %d without issuer_sequence\n",
 		s.Entries, s.Complete, s.HighWater, s.Legacy)
 	if len(s.Gaps) > 0 {
-		fmt.Fprintf(stdout, "missing issuer_sequence: %v\n", s.Gaps)
+		// One line per run of missing numbers, however long.
+		fmt.Fprintf(stdout, "missing issuer_sequence: %d runs\n", len(s.Gaps))
+		for _, g := range s.Gaps {
+			fmt.Fprintf(stdout, "    %s\n", g)
+		}
 		return 1
 	}
 	return 0
