@@ -324,22 +324,15 @@ func unavailable(w http.ResponseWriter, st *status) {
 
 func (e *Explorer) home(w http.ResponseWriter, r *http.Request) {
 	s, st := e.view(r.Context())
-	data := map[string]any{"Err": banner(st)}
-	if s != nil {
-		data["Checkpoint"] = s.cpInfo
-		data["Witnessed"] = e.cfg.Verifier.Witnessed()
-		data["Root"] = hex.EncodeToString(s.cpInfo.Root)
-		data["Note"] = string(s.cp)
-		data["Rows"] = s.rows
-		data["Issuers"] = s.issuers
-		data["MoreIssuers"] = s.nIssuers - len(s.issuers)
-		data["Bad"] = s.bad
-		data["MoreBad"] = s.badCount - len(s.bad)
-	} else if st == nil {
+	if s == nil {
 		unavailable(w, st)
 		return
 	}
-	render(w, code(s, st), "home", data)
+	render(w, code(s, st), "home", map[string]any{
+		"Err": banner(st), "Checkpoint": s.cpInfo, "Witnessed": e.cfg.Verifier.Witnessed(),
+		"Root": hex.EncodeToString(s.cpInfo.Root), "Note": string(s.cp), "Rows": s.rows,
+		"Issuers": s.issuers, "MoreIssuers": s.nIssuers - len(s.issuers), "Bad": s.bad, "MoreBad": s.badCount - len(s.bad),
+	})
 }
 
 // fetchSlot waits for a turn to read the log, as long as ctx allows.

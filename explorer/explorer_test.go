@@ -1,6 +1,8 @@
 package explorer
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,4 +140,228 @@ func TestBrowser(t *testing.T) {
 	if !regexp.MustCompile(`ok issuer summary=.*issuer_sequence 1–5 all present`).Match(out) {
 		t.Errorf("browser saw no complete issuer summary")
 	}
+}
+
+// gatedLog serves a log directory over loopback HTTP; while closed, its
+// entry bundle requests wait until it opens (or their client gives up).
+type gatedLog struct {
+	srv *httptest.Server
+	// mu guards gate and seen.
+	mu   sync.Mutex
+	gate chan struct{} // nil when open
+	seen chan struct{} // gets a value when a request waits at the gate
+	// cancelled counts waiting requests whose client gave up.
+	cancelled atomic.Int64
+}
+
+func newGatedLog(t *testing.T, dir string) *gatedLog {
+	g := &gatedLog{seen: make(chan struct{}, 1000)}
+	files := http.FileServer(http.Dir(dir))
+	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		gate := g.gate
+		g.mu.Unlock()
+		if gate != nil && strings.HasPrefix(r.URL.Path, "/tile/entries/") {
+			g.seen <- struct{}{}
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				g.cancelled.Add(1)
+				return
+			}
+		}
+		files.ServeHTTP(w, r)
+	}))
+	t.Cleanup(g.srv.Close)
+	return g
+}
+
+func (g *gatedLog) close() {
+	g.mu.Lock()
+	g.gate = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gatedLog) open() {
+	g.mu.Lock()
+	close(g.gate)
+	g.gate = nil
+	g.mu.Unlock()
+}
+
+func newGatedExplorer(t *testing.T, ctx context.Context) (*Explorer, *httptest.Server, *gatedLog, *tlogtest.POSIXLog, *tlogtest.Issuer) {
+	t.Helper()
+	k := tlogtest.NewKeyPair(t, "example.com/gated")
+	l := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	is := tlogtest.NewIssuer(t)
+	l.Add(t, is.Leaves(is.Start("s1"), is.End("s1"))...)
+	g := newGatedLog(t, l.Dir)
+	f, err := audit.NewHTTPFetcher(g.srv.URL, g.srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := c2sp.NewProofVerifier(k.VKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(ctx, Config{Fetcher: f, Verifier: v, Refresh: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	return e, srv, g, l, is
+}
+
+// TestSlowLogDoesNotBlockPages: while a refresh waits on a log that does
+// not answer, the home page and 200 concurrent issuer pages are served
+// from the last view that verified; the new entries show once the log
+// answers.
+func TestSlowLogDoesNotBlockPages(t *testing.T) {
+	e, srv, g, l, is := newGatedExplorer(t, t.Context())
+	if err := e.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l.Add(t, is.Leaf(is.Start("s2")))
+	g.close()
+	// A page guard, not a measurement: a page that waited for the log
+	// would wait for as long as the gate stays closed.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	page := func(path string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := page("/"); code != 200 || !strings.Contains(body, `<dd id="size">2</dd>`) {
+		t.Fatalf("home page while the log hangs = %d, want 200 and the last verified size 2:\n%s", code, body)
+	}
+	<-g.seen // the refresh the home page started waits at the gate
+	var wg sync.WaitGroup
+	codes := make(chan int, 200)
+	for range 200 {
+		wg.Go(func() {
+			code, _ := page("/issuer/" + is.KID)
+			codes <- code
+		})
+	}
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		if code != 200 {
+			t.Fatalf("an issuer page while the log hangs = %d, want 200", code)
+		}
+	}
+	if code, _ := page("/"); code != 200 {
+		t.Fatalf("home page after 200 issuer pages = %d, want 200", code)
+	}
+	g.open()
+	if err := e.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := page("/"); code != 200 || !strings.Contains(body, `<dd id="size">3</dd>`) {
+		t.Fatalf("home page once the log answers = %d, want 200 and size 3:\n%s", code, body)
+	}
+}
+
+// TestClientGivingUpDoesNotCancelRefresh: the first page waits for the
+// first view of the log; its client giving up does not cancel the refresh
+// it started, which completes once the log answers.
+func TestClientGivingUpDoesNotCancelRefresh(t *testing.T) {
+	e, srv, g, _, _ := newGatedExplorer(t, t.Context())
+	g.close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-g.seen // the refresh waits on the log
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the client's request: %v, want it cancelled", err)
+	}
+	g.open()
+	// Refresh waits for the refresh in flight before it starts its own.
+	if err := e.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.cancelled.Load(); n != 0 {
+		t.Fatalf("%d log requests were cancelled with the client, want 0", n)
+	}
+	if resp, err := http.Get(srv.URL + "/"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("home page = %v, %v; want 200", resp, err)
+	}
+}
+
+// TestFailuresAre502WithoutPaths: a page whose verification failed is not
+// served with 200, and no page shows where the log is stored.
+func TestFailuresAre502WithoutPaths(t *testing.T) {
+	k := tlogtest.NewKeyPair(t, "example.com/failing")
+	l := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	is := tlogtest.NewIssuer(t)
+	l.Add(t, is.Leaf(is.Start("s")), []byte(`{"not":"an entry"}`))
+	v, _ := c2sp.NewProofVerifier(k.VKey, nil)
+	// Each explorer reads a still copy of the log, which the test alters.
+	still := func() (string, *Explorer, *httptest.Server) {
+		dir := filepath.Join(t.TempDir(), "log")
+		if err := os.CopyFS(dir, os.DirFS(l.Dir)); err != nil {
+			t.Fatal(err)
+		}
+		e, _ := New(t.Context(), Config{Fetcher: audit.FileFetcher{Root: dir}, Verifier: v, Refresh: time.Nanosecond})
+		srv := httptest.NewServer(e)
+		t.Cleanup(srv.Close)
+		return dir, e, srv
+	}
+	dir, e, srv := still()
+	page := func(path string, want int, says string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || !strings.Contains(string(b), says) {
+			t.Errorf("GET %s = %d, want %d saying %q:\n%s", path, resp.StatusCode, want, says, b)
+		}
+		if strings.Contains(string(b), dir) || strings.Contains(string(b), l.Dir) {
+			t.Errorf("GET %s shows the storage path:\n%s", path, b)
+		}
+	}
+	page("/", 200, "Entries the log should have refused")
+	page("/entry/0", 200, `class="ok" id="signature"`)
+	page("/entry/1", 502, `class="bad" id="signature"`)
+
+	// The log's checkpoint signed by another key: every page says so.
+	forged := tlogtest.NewPOSIX(t, t.TempDir(), tlogtest.NewKeyPair(t, "example.com/failing"))
+	forged.Add(t, is.Leaf(is.Start("x")))
+	cp, _ := os.ReadFile(filepath.Join(forged.Dir, "checkpoint"))
+	os.WriteFile(filepath.Join(dir, "checkpoint"), cp, 0o644)
+	if err := e.Refresh(t.Context()); err == nil {
+		t.Fatal("Refresh over a forged checkpoint: no error")
+	}
+	for _, path := range []string{"/", "/entry/0", "/issuer/" + is.KID} {
+		page(path, 502, "checkpoint does not verify")
+	}
+	index, _ := http.Get(srv.URL + "/issuer/" + is.KID + "/index.json")
+	if index.Body.Close(); index.StatusCode != 502 {
+		t.Errorf("index.json over a forged checkpoint = %d, want 502", index.StatusCode)
+	}
+
+	// A bundle gone from storage: the reason, not the path.
+	l.Add(t, is.Leaf(is.Start("y")))
+	dir, _, srv = still()
+	os.Remove(filepath.Join(dir, "tile", "entries", "000.p", "3"))
+	page("/", 502, "entries could not be read")
+	page("/entry/0", 502, "could not be read")
 }
