@@ -47,8 +47,8 @@ type Config struct {
 // entries do not match its signed root is a finding (root_mismatch).
 func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	v := NewView()
-	v.Issuers = set(cfg.Issuers)
-	v.Sessions = set(cfg.Sessions)
+	v.Issuers = set(cfg.Issuers, nil)
+	v.Sessions = set(cfg.Sessions, Clip) // as records keep them
 	var out findingList
 	presented := make(map[string]bool)
 	kids := make(map[string]bool) // the issuers of the presented receipts
@@ -137,16 +137,14 @@ func compare(v *View, chains []Chain, presented map[string]bool, out *findingLis
 			if _, ok := v.byHash[h]; ok {
 				continue
 			}
-			var p struct {
-				Payload struct {
-					IssuerID  string `json:"issuer_id"`
-					SessionID string `json:"session_id"`
-					Sequence  int64  `json:"sequence"`
-				} `json:"payload"`
-			}
-			json.Unmarshal(r, &p)
-			rec := &Record{Issuer: p.Payload.IssuerID, Session: p.Payload.SessionID}
-			rec.Sequence = p.Payload.Sequence
+			// Members by their exact names: the strict parser, not
+			// encoding/json, which matches them case-insensitively.
+			doc, _ := receipts.ParseObject(r)
+			payload, _ := doc["payload"].(map[string]any)
+			p := payloadFrom(payload)
+			issuer, _ := payload["issuer_id"].(string)
+			session, _ := payload["session_id"].(string)
+			rec := &Record{Issuer: issuer, Session: Clip(session), Payload: p}
 			if !v.selected(rec) {
 				continue
 			}
@@ -235,12 +233,16 @@ func writeEvidence(dir string, findings []Finding) error {
 	return nil
 }
 
-func set(xs []string) map[string]bool {
+// set returns the set of xs, each mapped through f if it is not nil.
+func set(xs []string, f func(string) string) map[string]bool {
 	if len(xs) == 0 {
 		return nil
 	}
 	m := make(map[string]bool, len(xs))
 	for _, x := range xs {
+		if f != nil {
+			x = f(x)
+		}
 		m[x] = true
 	}
 	return m

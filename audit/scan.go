@@ -2,10 +2,13 @@ package audit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
+	"unicode/utf8"
 	"unique"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -39,25 +42,47 @@ type Record struct {
 	Payload
 }
 
-// Payload holds the members of a Docket payload that an audit reads.
+// Payload holds the members of a Docket payload that an audit reads. A
+// string member longer than MaxMember bytes, which no Docket issuer writes,
+// is kept clipped (see Clip), so that what a reader keeps of an entry does
+// not grow with what its issuer put in it.
 type Payload struct {
-	Type                string   `json:"type"`
-	IssuedAt            string   `json:"issued_at"`
-	Sequence            int64    `json:"sequence"`
-	PreviousReceiptHash string   `json:"previousReceiptHash"`
-	HookEvent           string   `json:"hook_event"`
-	ToolName            string   `json:"tool_name"`
-	ToolUseID           string   `json:"tool_use_id"`
-	ToolInputHash       string   `json:"tool_input_hash"`
-	Decision            string   `json:"decision"`
-	Reason              string   `json:"reason"`
-	DecisionReceiptHash string   `json:"decision_receipt_hash"`
-	LifecycleEvent      string   `json:"lifecycle_event"`
-	IssuerSequence      int64    `json:"issuer_sequence"`
-	FinalSequence       int64    `json:"final_sequence"`
-	HeadHash            string   `json:"head_hash"`
-	IssuerHighWater     int64    `json:"issuer_high_water"`
-	OpenSessions        []string `json:"open_sessions"`
+	Type                string `json:"type"`
+	IssuedAt            string `json:"issued_at"`
+	Sequence            int64  `json:"sequence"`
+	PreviousReceiptHash string `json:"previousReceiptHash"`
+	HookEvent           string `json:"hook_event"`
+	ToolName            string `json:"tool_name"`
+	ToolUseID           string `json:"tool_use_id"`
+	ToolInputHash       string `json:"tool_input_hash"`
+	Decision            string `json:"decision"`
+	Reason              string `json:"reason"`
+	DecisionReceiptHash string `json:"decision_receipt_hash"`
+	LifecycleEvent      string `json:"lifecycle_event"`
+	IssuerSequence      int64  `json:"issuer_sequence"`
+	FinalSequence       int64  `json:"final_sequence"`
+	HeadHash            string `json:"head_hash"`
+	IssuerHighWater     int64  `json:"issuer_high_water"`
+}
+
+// MaxMember is the longest payload string a Record keeps as it is.
+const MaxMember = 128
+
+// Clip returns s if it is at most MaxMember bytes, and otherwise its first
+// 61 to 64 bytes (whole UTF-8 characters), "…sha256:" and the hex SHA-256
+// of all of s: 135 to 138 bytes. Two values are equal exactly when their
+// clips are (barring a SHA-256 collision), and a clip, longer than
+// MaxMember, never equals a value that was not clipped.
+func Clip(s string) string {
+	if len(s) <= MaxMember {
+		return s
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	sum := sha256.Sum256([]byte(s))
+	return s[:cut] + "…sha256:" + hex.EncodeToString(sum[:])
 }
 
 // A BadEntry is a log entry that is not a valid Docket entry: the log should
@@ -240,7 +265,7 @@ func parseRecord(idx uint64, leaf []byte) (*Record, error) {
 		Index:   idx,
 		Hash:    receipts.ChainHash(e.Receipt),
 		Issuer:  unique.Make(e.KID).Value(),
-		Session: unique.Make(e.SessionID).Value(),
+		Session: unique.Make(Clip(e.SessionID)).Value(),
 		Payload: payloadFrom(e.Payload),
 	}, nil
 }
@@ -248,7 +273,7 @@ func parseRecord(idx uint64, leaf []byte) (*Record, error) {
 // payloadFrom reads the members of a parsed payload; a member of the
 // wrong type reads as absent.
 func payloadFrom(m map[string]any) Payload {
-	str := func(k string) string { s, _ := m[k].(string); return s }
+	str := func(k string) string { s, _ := m[k].(string); return Clip(s) }
 	// Members with few distinct values are interned, so that a view of a
 	// million receipts holds one copy of each, not a million.
 	few := func(k string) string { return unique.Make(str(k)).Value() }
@@ -257,7 +282,7 @@ func payloadFrom(m map[string]any) Payload {
 		i, _ := n.Int64()
 		return i
 	}
-	p := Payload{
+	return Payload{
 		Type: few("type"), IssuedAt: str("issued_at"), Sequence: num("sequence"),
 		PreviousReceiptHash: str("previousReceiptHash"), HookEvent: few("hook_event"), ToolName: few("tool_name"),
 		ToolUseID: str("tool_use_id"), ToolInputHash: str("tool_input_hash"), Decision: few("decision"),
@@ -265,14 +290,6 @@ func payloadFrom(m map[string]any) Payload {
 		IssuerSequence: num("issuer_sequence"), FinalSequence: num("final_sequence"), HeadHash: str("head_hash"),
 		IssuerHighWater: num("issuer_high_water"),
 	}
-	if open, ok := m["open_sessions"].([]any); ok {
-		for _, o := range open {
-			if s, ok := o.(string); ok {
-				p.OpenSessions = append(p.OpenSessions, s)
-			}
-		}
-	}
-	return p
 }
 
 func leafHash(leaf []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(leaf) }

@@ -8,7 +8,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/docketlog/docket/internal/tlogtest"
+	"github.com/docketlog/docket/receipts"
 )
 
 // bundle encodes entries as a tlog-tiles entry bundle.
@@ -162,5 +167,26 @@ func TestFindingListCaps(t *testing.T) {
 	}
 	if len(summaries) != 2 || summaries[0].Kind != KindChainBreak || summaries[1].Count != 2*2*MaxPerKind {
 		t.Fatalf("summaries %+v", summaries)
+	}
+}
+
+// TestRecordClipsLongMembers: what a reader keeps of an entry is bounded,
+// whatever its issuer wrote in it, and clipping keeps equality.
+func TestRecordClipsLongMembers(t *testing.T) {
+	is := tlogtest.NewIssuer(t)
+	long := strings.Repeat("é", 5000) // 10,000 bytes
+	leaf := is.Leaf(is.Sign(long, receipts.Payload{Type: receipts.TypeDecision, HookEvent: "PreToolUse", ToolName: long + "a",
+		ToolInputHash: long, Decision: receipts.Allow, Reason: long}))
+	r, err := ParseRecord(0, leaf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]string{"session": r.Session, "tool_name": r.ToolName, "tool_input_hash": r.ToolInputHash, "reason": r.Reason} {
+		if len(s) > 138 || len(s) <= MaxMember || !utf8.ValidString(s) {
+			t.Errorf("record keeps %s of %d bytes (valid UTF-8 %v), want a clip of at most 138", name, len(s), utf8.ValidString(s))
+		}
+	}
+	if r.Session != r.ToolInputHash || r.Session == r.ToolName || Clip(long) != r.Session || Clip("short") != "short" {
+		t.Errorf("clipping does not keep equality: %q %q %q", r.Session, r.ToolInputHash, r.ToolName)
 	}
 }

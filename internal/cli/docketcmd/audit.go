@@ -262,7 +262,7 @@ func readPresented(paths []string) ([]audit.Chain, *bundle, error) {
 		dir := p
 		if m, err := os.ReadFile(filepath.Join(p, bundleManifest)); err == nil {
 			b = &bundle{dir: p}
-			if err := json.Unmarshal(m, b); err != nil {
+			if err := receipts.UnmarshalStrict(m, b); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", filepath.Join(p, bundleManifest), err)
 			}
 		} else if _, err := os.Stat(filepath.Join(p, store.DirName)); err == nil {
