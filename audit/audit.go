@@ -93,11 +93,8 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 		}
 	}
 	findings := out.all()
-	if err := prove(ctx, cfg.Fetcher, cfg.Checkpoint, cfg.Size, findings); err != nil {
-		return nil, err
-	}
 	if cfg.EvidenceDir != "" {
-		if err := writeEvidence(cfg.EvidenceDir, findings); err != nil {
+		if err := prove(ctx, cfg.Fetcher, cfg.Checkpoint, cfg.Size, findings, evidenceWriter(cfg.EvidenceDir)); err != nil {
 			return nil, err
 		}
 	}
@@ -209,15 +206,15 @@ func rootMismatch(ctx context.Context, fetcher Fetcher, size uint64, rm *RootMis
 	return f, nil
 }
 
-func writeEvidence(dir string, findings []Finding) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("evidence directory: %w", err)
-	}
+// evidenceWriter returns a function that writes a finding's evidence to the
+// next file of dir, named for its number and kind, and records its name.
+func evidenceWriter(dir string) func(*Finding) error {
 	n := 0
-	for i := range findings {
-		f := &findings[i]
-		if f.evidence == nil {
-			continue
+	return func(f *Finding) error {
+		if n == 0 {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("evidence directory: %w", err)
+			}
 		}
 		n++
 		b, err := json.MarshalIndent(f.evidence, "", "  ")
@@ -229,8 +226,8 @@ func writeEvidence(dir string, findings []Finding) error {
 			return fmt.Errorf("writing evidence: %w", err)
 		}
 		f.EvidenceFile = name
+		return nil
 	}
-	return nil
 }
 
 // set returns the set of xs, each mapped through f if it is not nil.

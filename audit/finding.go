@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/transparency-dev/tessera/client"
 )
 
 // Kinds of finding. Each is a violation (exit 1 in docket audit) unless the
@@ -166,10 +165,13 @@ type EvidenceEntry struct {
 	InclusionProof []string `json:"inclusion_proof,omitempty"`
 }
 
-// prove fills in the evidence of findings that name log entries: each entry
-// with its inclusion proof against the signed checkpoint cp of size size.
-func prove(ctx context.Context, f Fetcher, cp []byte, size uint64, findings []Finding) error {
-	var pb *client.ProofBuilder
+// prove fills in the evidence of findings that name log entries (each
+// entry with its inclusion proof against the signed checkpoint cp of size
+// size), one finding at a time, and hands each to write, after which the
+// finding keeps none of it: a reader holds the leaves of one finding at a
+// time, not of all.
+func prove(ctx context.Context, f Fetcher, cp []byte, size uint64, findings []Finding, write func(*Finding) error) error {
+	pr := newProver(f, size)
 	for i := range findings {
 		fd := &findings[i]
 		if len(fd.records) == 0 && fd.evidence == nil {
@@ -189,22 +191,16 @@ func prove(ctx context.Context, f Fetcher, cp []byte, size uint64, findings []Fi
 			idxs = append(idxs, r.Index)
 		}
 		for _, idx := range idxs {
-			if pb == nil {
-				var err error
-				if pb, err = NewProofBuilder(ctx, f, size); err != nil {
-					return fmt.Errorf("building proofs: %w", err)
-				}
-			}
-			leaf, err := ReadLeaf(ctx, f, idx, size)
+			leaf, proof, err := pr.entry(ctx, idx)
 			if err != nil {
 				return err
 			}
-			hashes, err := pb.InclusionProof(ctx, idx)
-			if err != nil {
-				return fmt.Errorf("inclusion proof for %d: %w", idx, err)
-			}
-			fd.evidence.Entries = append(fd.evidence.Entries, EvidenceEntry{Index: idx, Leaf: string(leaf), InclusionProof: b64s(hashes)})
+			fd.evidence.Entries = append(fd.evidence.Entries, EvidenceEntry{Index: idx, Leaf: leaf, InclusionProof: proof})
 		}
+		if err := write(fd); err != nil {
+			return err
+		}
+		fd.evidence, fd.records = nil, nil
 	}
 	return nil
 }

@@ -220,8 +220,8 @@ func WriteIndexProof(ctx context.Context, w io.Writer, f Fetcher, issuer string,
 	return true, err
 }
 
-// A prover fills in leaves and inclusion proofs of entries of the tree of
-// size size, in log order, reading each entry bundle once.
+// A prover reads leaves and builds inclusion proofs of entries of the tree
+// of size size, reading each entry bundle once when asked in log order.
 type prover struct {
 	f       Fetcher
 	size    uint64
@@ -232,30 +232,33 @@ type prover struct {
 
 func newProver(f Fetcher, size uint64) *prover { return &prover{f: f, size: size} }
 
-func (p *prover) prove(ctx context.Context, e *IndexEntry) error {
-	if e.Index >= p.size {
-		return fmt.Errorf("entry %d is beyond the tree of size %d", e.Index, p.size)
+func (p *prover) prove(ctx context.Context, e *IndexEntry) (err error) {
+	e.Leaf, e.InclusionProof, err = p.entry(ctx, e.Index)
+	return err
+}
+
+// entry returns the leaf at idx and its inclusion proof.
+func (p *prover) entry(ctx context.Context, idx uint64) (leaf string, inclusion []string, err error) {
+	if idx >= p.size {
+		return "", nil, fmt.Errorf("entry %d is beyond the tree of size %d", idx, p.size)
 	}
 	if p.pb == nil {
-		pb, err := NewProofBuilder(ctx, p.f, p.size)
-		if err != nil {
-			return err
+		if p.pb, err = NewProofBuilder(ctx, p.f, p.size); err != nil {
+			return "", nil, err
 		}
-		p.pb = pb
 	}
-	if b := e.Index / layout.EntryBundleWidth; p.entries == nil || b != p.bundle {
+	if b := idx / layout.EntryBundleWidth; p.entries == nil || b != p.bundle {
 		entries, err := readBundle(ctx, p.f, b, p.size)
 		if err != nil {
-			return err
+			return "", nil, err
 		}
 		p.bundle, p.entries = b, entries
 	}
-	hashes, err := p.pb.InclusionProof(ctx, e.Index)
+	hashes, err := p.pb.InclusionProof(ctx, idx)
 	if err != nil {
-		return fmt.Errorf("inclusion proof for %d: %w", e.Index, err)
+		return "", nil, fmt.Errorf("inclusion proof for %d: %w", idx, err)
 	}
-	e.Leaf, e.InclusionProof = string(p.entries[e.Index%layout.EntryBundleWidth]), b64s(hashes)
-	return nil
+	return string(p.entries[idx%layout.EntryBundleWidth]), b64s(hashes), nil
 }
 
 // IndexSummary is what VerifyIssuerIndex establishes.

@@ -511,11 +511,8 @@ func (m *Monitor) get(ctx context.Context, u string) ([]byte, error) {
 // commit writes the alerts (evidence, JSON lines, human lines, exec) and
 // then, if next is not nil, the new state.
 func (m *Monitor) commit(ctx context.Context, alerts []Finding, raw []byte, size uint64, next *monitorState) ([]Finding, error) {
-	if err := prove(ctx, m.cfg.Fetcher, raw, size, alerts); err != nil {
-		return nil, err
-	}
 	dir := filepath.Join(m.cfg.StateDir, "evidence", fmt.Sprint(size))
-	if err := writeEvidence(dir, alerts); err != nil {
+	if err := prove(ctx, m.cfg.Fetcher, raw, size, alerts, evidenceWriter(dir)); err != nil {
 		return nil, err
 	}
 	for _, a := range alerts {
