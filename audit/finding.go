@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
 )
 
 // Kinds of finding. Each is a violation (exit 1 in docket audit) unless the
