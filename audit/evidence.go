@@ -36,8 +36,12 @@ func VerifyEvidence(ev *Evidence, logKey note.Verifier) (string, error) {
 	}
 	entries := make([]*receipts.Entry, len(ev.Entries))
 	entryErrs := make([]error, len(ev.Entries))
+	leaves := make([][]byte, len(ev.Entries))
 	for i, e := range ev.Entries {
-		lh := leafHash([]byte(e.Leaf))
+		if leaves[i], err = e.Bytes(); err != nil {
+			return "", err
+		}
+		lh := leafHash(leaves[i])
 		if ev.Kind == KindRootMismatch {
 			if lh, err = base64.StdEncoding.DecodeString(ev.TreeLeafHash); err != nil {
 				return "", fmt.Errorf("%w: tree_leaf_hash: %v", ErrBadEvidence, err)
@@ -50,7 +54,7 @@ func VerifyEvidence(ev *Evidence, logKey note.Verifier) (string, error) {
 		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, e.Index, cp.Size, lh, hashes, cp.Hash); err != nil {
 			return "", fmt.Errorf("%w: entry %d is not included in the checkpoint of size %d: %v", ErrBadEvidence, e.Index, cp.Size, err)
 		}
-		entries[i], entryErrs[i] = receipts.ParseEntry([]byte(e.Leaf))
+		entries[i], entryErrs[i] = receipts.ParseEntry(leaves[i])
 	}
 	need := func(n int) error {
 		if len(entries) != n {
@@ -76,7 +80,7 @@ func VerifyEvidence(ev *Evidence, logKey note.Verifier) (string, error) {
 		if len(ev.Entries) != 1 {
 			return "", fmt.Errorf("%w: root_mismatch evidence has %d entries, want 1", ErrBadEvidence, len(ev.Entries))
 		}
-		if bytes.Equal(leafHash([]byte(ev.Entries[0].Leaf)), mustB64(ev.TreeLeafHash)) {
+		if bytes.Equal(leafHash(leaves[0]), mustB64(ev.TreeLeafHash)) {
 			return "", fmt.Errorf("%w: the served entry is the one the tree holds", ErrNotProven)
 		}
 		return fmt.Sprintf("the log served at index %d an entry that its signed tree of size %d does not hold there", ev.Entries[0].Index, cp.Size), nil

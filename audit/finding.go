@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kinds of finding. Each is a violation (exit 1 in docket audit) unless the
@@ -160,8 +161,32 @@ type Evidence struct {
 type EvidenceEntry struct {
 	Index uint64 `json:"index"`
 	// Leaf is the entry exactly as logged: JCS of {"public_key","receipt"}.
+	// An entry that is not UTF-8 (a log that accepts anything may hold
+	// one) cannot be a JSON string: LeafBase64 holds it instead, and Leaf
+	// is empty.
 	Leaf           string   `json:"leaf"`
+	LeafBase64     string   `json:"leaf_base64,omitempty"`
 	InclusionProof []string `json:"inclusion_proof,omitempty"`
+}
+
+// newEvidenceEntry is the evidence entry of leaf at idx.
+func newEvidenceEntry(idx uint64, leaf string, proof []string) EvidenceEntry {
+	if utf8.ValidString(leaf) {
+		return EvidenceEntry{Index: idx, Leaf: leaf, InclusionProof: proof}
+	}
+	return EvidenceEntry{Index: idx, LeafBase64: base64.StdEncoding.EncodeToString([]byte(leaf)), InclusionProof: proof}
+}
+
+// Bytes returns the entry's leaf bytes.
+func (e EvidenceEntry) Bytes() ([]byte, error) {
+	if e.LeafBase64 == "" {
+		return []byte(e.Leaf), nil
+	}
+	b, err := base64.StdEncoding.DecodeString(e.LeafBase64)
+	if err != nil || e.Leaf != "" || utf8.Valid(b) {
+		return nil, fmt.Errorf("%w: entry %d: leaf_base64 must be the base64 of a leaf that is not UTF-8, with no leaf", ErrBadEvidence, e.Index)
+	}
+	return b, nil
 }
 
 // prove fills in the evidence of findings that name log entries (each
@@ -194,7 +219,7 @@ func prove(ctx context.Context, f Fetcher, cp []byte, size uint64, findings []Fi
 			if err != nil {
 				return err
 			}
-			fd.evidence.Entries = append(fd.evidence.Entries, EvidenceEntry{Index: idx, Leaf: leaf, InclusionProof: proof})
+			fd.evidence.Entries = append(fd.evidence.Entries, newEvidenceEntry(idx, leaf, proof))
 		}
 		if err := write(fd); err != nil {
 			return err

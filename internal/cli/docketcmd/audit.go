@@ -355,7 +355,11 @@ func securityReport(ev *audit.Evidence, msg string) string {
 		fmt.Fprintf(&b, "consistency proof:\n%s\n", indentText(strings.Join(ev.ConsistencyProof, "\n")))
 	}
 	for _, e := range ev.Entries {
-		fmt.Fprintf(&b, "entry %d:\n%s\n", e.Index, indentText(e.Leaf))
+		leaf := e.Leaf
+		if e.LeafBase64 != "" {
+			leaf = "(not UTF-8; base64) " + e.LeafBase64
+		}
+		fmt.Fprintf(&b, "entry %d:\n%s\n", e.Index, indentText(leaf))
 	}
 	return b.String()
 }

@@ -456,3 +456,25 @@ func TestVerifyEvidenceAndIndexAreStrict(t *testing.T) {
 		})
 	}
 }
+
+// TestBadEntryThatIsNotUTF8IsProven: a log that accepts anything may hold
+// an entry that is not UTF-8, which no JSON string can carry; its evidence
+// carries it as base64, and verify-evidence proves it.
+func TestBadEntryThatIsNotUTF8IsProven(t *testing.T) {
+	l, vkey := readerLog(t)
+	is := tlogtest.NewIssuer(t)
+	l.Add(t, is.Leaf(is.Start("s")), []byte("\xff\xfe not an entry \x80"))
+	dir := t.TempDir()
+	code, out, errs := runDocket(t, "", "audit", "-log", l.Dir, "-log-key", vkey, "-evidence", dir)
+	if code != 1 || !strings.Contains(out, "bad_entry: log entry 1") {
+		t.Fatalf("docket audit = %d, want 1 and a bad entry:\n%s%s", code, out, errs)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*-bad_entry.json"))
+	if len(files) != 1 {
+		t.Fatalf("evidence files %v", files)
+	}
+	code, out, errs = runDocket(t, "", "verify-evidence", "-log-key", vkey, files[0])
+	if code != 1 || !strings.Contains(out, "PROVEN bad_entry") || !strings.Contains(out, "(not UTF-8; base64)") {
+		t.Fatalf("docket verify-evidence = %d, want 1 and PROVEN bad_entry:\n%s%s", code, out, errs)
+	}
+}
