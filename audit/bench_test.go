@@ -36,10 +36,17 @@ var (
 // (100 issuers, 10 sessions each, chained), generating it on first use, and
 // its log key.
 func benchLog(b *testing.B, n int) (string, note.Verifier) {
+	return cachedLog(b, fmt.Sprintf("docket-audit-bench-%d", n), "bench.example/audit", func(dir, skey string) error {
+		return generateLog(b.Context(), dir, skey, n)
+	})
+}
+
+// cachedLog returns the log directory under the temp directory's name, and
+// its log key, first generating the log with gen under a new key of origin.
+func cachedLog(b *testing.B, name, origin string, gen func(dir, skey string) error) (string, note.Verifier) {
 	b.Helper()
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("docket-audit-bench-%d", n))
+	dir := filepath.Join(os.TempDir(), name)
 	keyFile := filepath.Join(dir, "log.vkey")
-	skeyFile := filepath.Join(dir, "log.skey")
 	if vkey, err := os.ReadFile(keyFile); err == nil {
 		v, err := note.NewVerifier(string(vkey))
 		if err != nil {
@@ -51,15 +58,15 @@ func benchLog(b *testing.B, n int) (string, note.Verifier) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	skey, vkey, err := note.GenerateKey(rand.Reader, "bench.example/audit")
+	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("generating a log of %d entries in %s", n, dir)
-	if err := generateLog(b.Context(), filepath.Join(dir, "log"), skey, n); err != nil {
+	b.Logf("generating %s", dir)
+	if err := gen(filepath.Join(dir, "log"), skey); err != nil {
 		b.Fatal(err)
 	}
-	os.WriteFile(skeyFile, []byte(skey), 0o600)
+	os.WriteFile(filepath.Join(dir, "log.skey"), []byte(skey), 0o600)
 	if err := os.WriteFile(keyFile, []byte(vkey), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -216,34 +223,14 @@ func BenchmarkAudit(b *testing.B) {
 // serve (a log that accepts anything could hold it), generating it on first
 // use, and its log key.
 func junkLog(b *testing.B, bundles int) (string, note.Verifier) {
-	b.Helper()
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("docket-audit-junk-%d", bundles))
-	keyFile := filepath.Join(dir, "log.vkey")
-	if vkey, err := os.ReadFile(keyFile); err == nil {
-		v, err := note.NewVerifier(string(vkey))
-		if err != nil {
-			b.Fatal(err)
+	return cachedLog(b, fmt.Sprintf("docket-audit-junk-%d", bundles), "bench.example/junk", func(dir, skey string) error {
+		leaves := make([][]byte, 256*bundles)
+		for i := range leaves {
+			leaves[i] = make([]byte, MaxLeafSize)
+			rand.Read(leaves[i])
 		}
-		return filepath.Join(dir, "log"), v
-	}
-	os.RemoveAll(dir)
-	skey, vkey, err := note.GenerateKey(rand.Reader, "bench.example/junk")
-	if err != nil {
-		b.Fatal(err)
-	}
-	leaves := make([][]byte, 256*bundles)
-	for i := range leaves {
-		leaves[i] = make([]byte, MaxLeafSize)
-		rand.Read(leaves[i])
-	}
-	if err := writeLog(b.Context(), filepath.Join(dir, "log"), skey, leaves); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, []byte(vkey), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	v, _ := note.NewVerifier(vkey)
-	return filepath.Join(dir, "log"), v
+		return writeLog(b.Context(), dir, skey, leaves)
+	})
 }
 
 // BenchmarkAuditJunk audits a log of full bundles of the largest junk
