@@ -106,14 +106,33 @@ func (f FileFetcher) read(path string, limit int64) ([]byte, error) {
 	case fi.Size() > limit:
 		return nil, fmt.Errorf("%s: %w: %d bytes, limit %d", path, ErrOversized, fi.Size(), limit)
 	}
-	return readAtMost(file, path, limit)
+	return readAtMost(file, path, limit, fi.Size())
 }
 
-// readAtMost reads r to its end, refusing more than limit bytes.
-func readAtMost(r io.Reader, what string, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+// readAtMost reads r to its end, refusing more than limit bytes. size, if
+// not negative, is how many bytes r is expected to hold: the buffer is
+// allocated once for them.
+func readAtMost(r io.Reader, what string, limit, size int64) ([]byte, error) {
+	b := make([]byte, 0, 512)
+	if size >= 0 {
+		b = make([]byte, 0, min(size, limit)+1) // +1: room to see the end
+	}
+	lr := io.LimitReader(r, limit+1)
+	for {
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if len(b) == cap(b) {
+			// Double, but never past limit+1: the bytes a refusal needs.
+			nb := make([]byte, len(b), min(2*cap(b), int(limit)+1))
+			copy(nb, b)
+			b = nb
+		}
 	}
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("%s: %w: more than %d bytes", what, ErrOversized, limit)
@@ -182,7 +201,7 @@ func (h *HTTPFetcher) get(ctx context.Context, path string, limit int64) ([]byte
 			if resp.ContentLength > limit {
 				err = fmt.Errorf("GET %s: %w: Content-Length %d, limit %d", u, ErrOversized, resp.ContentLength, limit)
 			} else {
-				body, err = readAtMost(resp.Body, "GET "+u.String(), limit)
+				body, err = readAtMost(resp.Body, "GET "+u.String(), limit, resp.ContentLength)
 			}
 			resp.Body.Close()
 			return body, err

@@ -86,10 +86,10 @@ func Clip(s string) string {
 }
 
 // A BadEntry is a log entry that is not a valid Docket entry: the log should
-// have refused it.
+// have refused it. It keeps no leaf, which may be the largest a bundle
+// holds: evidence reads it back by its index.
 type BadEntry struct {
 	Index uint64
-	Leaf  []byte
 	Err   error
 }
 
@@ -151,6 +151,9 @@ func Scan(ctx context.Context, f Fetcher, size uint64, root []byte, rng *compact
 	return nil
 }
 
+// maxReadAhead bounds the entry bundles a scan reads ahead.
+const maxReadAhead = 16
+
 type parsedBundle struct {
 	first   uint64
 	hashes  [][]byte
@@ -164,7 +167,9 @@ func scanRange(ctx context.Context, f Fetcher, from, size uint64, rng *compact.R
 	defer cancel()
 	workers := runtime.GOMAXPROCS(0)
 	sizeFn := func(context.Context) (uint64, error) { return size, nil }
-	bundles := client.EntryBundles(ctx, uint(2*workers+2), sizeFn, f.ReadEntryBundle, from, size-from)
+	// Bundles read ahead: each may be MaxBundleSize, so there are at most
+	// maxReadAhead of them, however many cores there are.
+	bundles := client.EntryBundles(ctx, uint(min(2*workers+2, maxReadAhead)), sizeFn, f.ReadEntryBundle, from, size-from)
 
 	// Bundles are parsed by a pool of workers and consumed in order through
 	// a queue of futures.
@@ -242,7 +247,7 @@ func parseBundle(b client.Bundle) parsedBundle {
 		pb.hashes[i] = rfc6962.DefaultHasher.HashLeaf(leaf)
 		r, err := parseRecord(idx, leaf)
 		if err != nil {
-			pb.bad[i] = &BadEntry{Index: idx, Leaf: leaf, Err: err}
+			pb.bad[i] = &BadEntry{Index: idx, Err: err}
 			continue
 		}
 		pb.records[i] = r

@@ -270,7 +270,7 @@ func (e *Explorer) update(ctx context.Context) error {
 		switch {
 		case b != nil:
 			if badCount++; len(bad) < badMax {
-				bad = append(bad, &audit.BadEntry{Index: b.Index, Err: b.Err}) // not its leaf
+				bad = append(bad, b)
 			}
 		default:
 			recent = append(recent, r)

@@ -38,11 +38,13 @@ Findings, one line each (-json: one object each), each with an evidence
 file where the log's own signatures prove it:
     invalid_receipt      a presented receipt fails verification
     dropped              presented, but not in the log
-    withheld             in the log, but not presented
+    withheld             in the log, but not presented (one per session, with a count)
     equivocation         two receipts for one issuer and (session) sequence
     issuer_sequence_gap  the issuer's logged receipts skip a number
     chain_break, unlinked_execution, executed_deny, bad_entry, root_mismatch
     open_session         (notice) a session without session_end
+At most 100 findings of a kind are listed with evidence; one more counts the
+rest (narrow with -issuer and -session to list them).
 
 Options:
     -log URL|DIR          the log's URL prefix, or its POSIX storage directory
@@ -56,7 +58,8 @@ Options:
     -json                 one JSON object per finding
 
 Exit status: 0 no finding, 1 some finding, 2 undecidable (no trusted key,
-unreachable log, a checkpoint that does not verify).
+unreachable log, a checkpoint that does not verify, a tile or bundle larger
+than tlog-tiles allows).
 
 Examples:
     docket audit -log https://log.example -log-key "$VKEY" -witness-policy w.policy -key-file issuer.pub .docket
@@ -299,8 +302,11 @@ receipts for one position; a withheld receipt when it is in the log.
 Absences (a gap, a dropped receipt) are shown by a scan, not a file: such a
 file proves only that its entries are in the log.
 
+A file with two members whose names differ only in case, or a member
+evidence does not define, is malformed.
+
 Exit status: 0 no file proves misbehaviour, 1 some file proves it, 2 some
-file is malformed or does not verify.
+file is malformed, of a kind this docket does not know, or does not verify.
 `
 
 func runVerifyEvidence(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
