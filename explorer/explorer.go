@@ -108,7 +108,13 @@ type snapshot struct {
 	badCount int
 	issuers  []audit.IssuerCount
 	nIssuers int
+	// summaries holds, per issuer of more than cacheFrom entries, its
+	// summary computed once (a func() *audit.IndexSummary): many pages of
+	// one large issuer cost one computation. Snapshots of one size share it.
+	summaries *sync.Map
 }
+
+const cacheFrom = 1000
 
 // status is the outcome of a refresh: err, and what a page may say of it.
 type status struct {
@@ -286,7 +292,7 @@ func (e *Explorer) update(ctx context.Context) error {
 		return &refreshError{"the log's entries could not be read or do not verify", err}
 	}
 	e.rng, e.recent, e.bad, e.badCount = rng, recent, bad, badCount
-	s := &snapshot{cp: raw, cpInfo: cp, bad: bad, badCount: badCount}
+	s := &snapshot{cp: raw, cpInfo: cp, bad: bad, badCount: badCount, summaries: new(sync.Map)}
 	for i := len(recent) - 1; i >= 0 && len(s.rows) < homeRows; i-- {
 		s.rows = append(s.rows, recent[i])
 	}
@@ -420,7 +426,13 @@ func (e *Explorer) issuer(w http.ResponseWriter, r *http.Request) {
 	}
 	// Every entry was verified when the log was read: the summary is what
 	// an offline verifier of the downloaded index concludes.
-	sum := audit.Summarize(entries)
+	var sum *audit.IndexSummary
+	if len(entries) > cacheFrom {
+		f, _ := s.summaries.LoadOrStore(kid, sync.OnceValue(func() *audit.IndexSummary { return audit.Summarize(entries) }))
+		sum = f.(func() *audit.IndexSummary)()
+	} else {
+		sum = audit.Summarize(entries)
+	}
 	gaps := sum.Gaps
 	if len(gaps) > gapsShown {
 		gaps = gaps[:gapsShown]

@@ -3,6 +3,7 @@ package explorer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -364,4 +365,44 @@ func TestFailuresAre502WithoutPaths(t *testing.T) {
 	os.Remove(filepath.Join(dir, "tile", "entries", "000.p", "3"))
 	page("/", 502, "entries could not be read")
 	page("/entry/0", 502, "could not be read")
+}
+
+// TestLargeIssuerPage: the page of an issuer with more entries than it
+// lists shows the newest, the summary of all (computed once for the many
+// pages asking at once), and the gaps as runs.
+func TestLargeIssuerPage(t *testing.T) {
+	srv, e, l, is := serve(t)
+	var rs [][]byte
+	for i := range cacheFrom + 100 {
+		if i == 10 {
+			is.Seq += 1 << 40 // a run of 2^40 numbers missing
+		}
+		rs = append(rs, is.Start(fmt.Sprint("big", i)))
+	}
+	l.Add(t, is.Leaves(rs...)...)
+	if err := e.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	pages := make(chan string, 50)
+	for range 50 {
+		wg.Go(func() {
+			resp, err := http.Get(srv.URL + "/issuer/" + is.KID)
+			if err != nil {
+				pages <- err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			pages <- fmt.Sprint(resp.StatusCode, " ", string(b))
+		})
+	}
+	wg.Wait()
+	close(pages)
+	for page := range pages {
+		if !strings.HasPrefix(page, "200 ") || !strings.Contains(page, "issuer_sequence missing: 16-1099511627791") || !strings.Contains(page, "earlier ones are in the index") ||
+			strings.Count(page, `<tr><td><a href="/entry/`) != issuerRows {
+			t.Fatalf("issuer page:\n%s", page)
+		}
+	}
 }
