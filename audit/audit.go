@@ -152,6 +152,8 @@ func compare(v *View, chains []Chain, presented map[string]bool, out *findingLis
 	type session struct{ issuer, session string }
 	withheld := make(map[session]*Finding)
 	var order []session
+	more := make(map[session]int) // past MaxPerKind sessions, only counts
+
 	for _, r := range v.records {
 		// Issuer checkpoints belong to no session chain: nobody presents them.
 		if presented[r.Hash] || r.LifecycleEvent == "issuer_checkpoint" {
@@ -160,6 +162,10 @@ func compare(v *View, chains []Chain, presented map[string]bool, out *findingLis
 		k := session{r.Issuer, r.Session}
 		if f := withheld[k]; f != nil {
 			f.Count++
+			continue
+		}
+		if len(order) == MaxPerKind {
+			more[k]++
 			continue
 		}
 		withheld[k] = &Finding{Kind: KindWithheld, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index, Count: 1, records: []*Record{r}}
@@ -173,6 +179,9 @@ func compare(v *View, chains []Chain, presented map[string]bool, out *findingLis
 			f.Message += fmt.Sprintf(", nor were the %d later logged receipts of the session", f.Count-1)
 		}
 		out.add(*f)
+	}
+	for _, n := range more {
+		out.add(Finding{Kind: KindWithheld, Count: n})
 	}
 }
 

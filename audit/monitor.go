@@ -244,8 +244,11 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 	}
 	var later []suspect
 	var out findingList
-	unknown := make(map[string]*Finding) // per unknown issuer: one alert, counting its entries
+	// Per unknown issuer, one alert counting its entries; past MaxPerKind
+	// of them, only the count of each is kept, for the summary.
+	unknown := make(map[string]*Finding)
 	var unknownOrder []string
+	moreUnknown := make(map[string]int)
 	visit := func(r *Record, bad *BadEntry) error {
 		progress.tick()
 		switch {
@@ -257,6 +260,8 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 			// one alert per issuer, and are not followed further.
 			if f := unknown[r.Issuer]; f != nil {
 				f.Count++
+			} else if len(unknownOrder) == MaxPerKind {
+				moreUnknown[r.Issuer]++
 			} else {
 				unknown[r.Issuer] = &Finding{Kind: KindUnknownIssuer, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index, Count: 1, records: []*Record{r}}
 				unknownOrder = append(unknownOrder, r.Issuer)
@@ -282,6 +287,9 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 		f := unknown[kid]
 		f.Message = fmt.Sprintf("%d new log entries are signed by %s, which is not a known issuer; the first is entry %d", f.Count, kid, f.Index)
 		out.add(*f)
+	}
+	for _, n := range moreUnknown {
+		out.add(Finding{Kind: KindUnknownIssuer, Count: n})
 	}
 	eq, err := m.findEarlier(ctx, later, cp.Size, cp.Root)
 	if err != nil {
