@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/transparency-dev/tessera/client"
 
@@ -48,13 +47,13 @@ type Config struct {
 // entries do not match its signed root is a finding (root_mismatch).
 func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	v := NewView()
-	v.Issuers = set(cfg.Issuers)
-	v.Sessions = set(cfg.Sessions)
-	var findings []Finding
+	v.Issuers = set(cfg.Issuers, nil)
+	v.Sessions = set(cfg.Sessions, Clip) // as records keep them
+	var out findingList
 	presented := make(map[string]bool)
 	kids := make(map[string]bool) // the issuers of the presented receipts
 	for _, c := range chains {
-		findings = append(findings, checkChain(cfg.Keys, c, presented, kids)...)
+		out.add(checkChain(cfg.Keys, c, presented, kids)...)
 	}
 	if len(chains) > 0 && len(v.Issuers) == 0 {
 		v.Issuers = kids
@@ -66,22 +65,22 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 		if ferr != nil {
 			return nil, ferr
 		}
-		findings = append(findings, f)
+		out.add(f)
 		// What the log served at that index is not in its tree: a bad
 		// entry there is the mismatch itself, not an entry the log holds.
-		v.findings = slices.DeleteFunc(v.findings, func(b Finding) bool { return b.Kind == KindBadEntry && b.Index == f.Index })
+		v.findings.deleteFunc(func(b Finding) bool { return b.Kind == KindBadEntry && b.Index == f.Index })
 	} else if err != nil {
 		return nil, fmt.Errorf("reading the log: %w", err)
 	}
 
 	if len(chains) > 0 {
-		findings = append(findings, compare(v, chains, presented)...)
+		compare(v, chains, presented, &out)
 	}
-	findings = append(findings, v.LogFindings()...)
+	v.logFindings(&out)
 	for _, r := range v.records {
 		if isExecution(r) {
 			if _, logged := v.byHash[r.DecisionReceiptHash]; !logged && !presented[r.DecisionReceiptHash] {
-				findings = append(findings, Finding{Kind: KindUnlinkedExecution, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
+				out.add(Finding{Kind: KindUnlinkedExecution, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
 					Message: fmt.Sprintf("session %q: logged execution %d links a decision that is neither logged nor presented", r.Session, r.Sequence),
 					records: []*Record{r}})
 			}
@@ -89,15 +88,13 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	}
 	for _, issuer := range sortedKeys(v.issuers) {
 		if n := v.issuers[issuer].legacy; n > 0 {
-			findings = append(findings, Finding{Kind: KindUndecidedLegacy, Issuer: issuer, Notice: true,
+			out.add(Finding{Kind: KindUndecidedLegacy, Issuer: issuer, Notice: true,
 				Message: fmt.Sprintf("issuer %s: %d logged receipts carry no issuer_sequence; omissions among them cannot be decided from the log", issuer, n)})
 		}
 	}
-	if err := prove(ctx, cfg.Fetcher, cfg.Checkpoint, cfg.Size, findings); err != nil {
-		return nil, err
-	}
+	findings := out.all()
 	if cfg.EvidenceDir != "" {
-		if err := writeEvidence(cfg.EvidenceDir, findings); err != nil {
+		if err := prove(ctx, cfg.Fetcher, cfg.Checkpoint, cfg.Size, findings, evidenceWriter(cfg.EvidenceDir)); err != nil {
 			return nil, err
 		}
 	}
@@ -124,9 +121,10 @@ func checkChain(keys *receipts.KeySet, c Chain, presented, kids map[string]bool)
 }
 
 // compare finds presented receipts missing from the log, and selected
-// logged receipts missing from what was presented.
-func compare(v *View, chains []Chain, presented map[string]bool) []Finding {
-	var out []Finding
+// logged receipts missing from what was presented: one withheld finding per
+// session, with the number of its entries withheld and the first of them as
+// evidence.
+func compare(v *View, chains []Chain, presented map[string]bool, out *findingList) {
 	for _, c := range chains {
 		for i, r := range c.Receipts {
 			h, err := receipts.Hash(r)
@@ -136,32 +134,55 @@ func compare(v *View, chains []Chain, presented map[string]bool) []Finding {
 			if _, ok := v.byHash[h]; ok {
 				continue
 			}
-			var p struct {
-				Payload struct {
-					IssuerID  string `json:"issuer_id"`
-					SessionID string `json:"session_id"`
-					Sequence  int64  `json:"sequence"`
-				} `json:"payload"`
-			}
-			json.Unmarshal(r, &p)
-			rec := &Record{Issuer: p.Payload.IssuerID, Session: p.Payload.SessionID}
-			rec.Sequence = p.Payload.Sequence
+			// Members by their exact names: the strict parser, not
+			// encoding/json, which matches them case-insensitively.
+			doc, _ := receipts.ParseObject(r)
+			payload, _ := doc["payload"].(map[string]any)
+			p := payloadFrom(payload)
+			issuer, _ := payload["issuer_id"].(string)
+			session, _ := payload["session_id"].(string)
+			rec := &Record{Issuer: issuer, Session: Clip(session), Payload: p}
 			if !v.selected(rec) {
 				continue
 			}
-			out = append(out, Finding{Kind: KindDropped, Issuer: rec.Issuer, Session: rec.Session, Sequence: rec.Sequence, Source: c.Source,
+			out.add(Finding{Kind: KindDropped, Issuer: rec.Issuer, Session: rec.Session, Sequence: rec.Sequence, Source: c.Source,
 				Message: fmt.Sprintf("%s receipt %d (session %q, sequence %d, %s) is not in the log of size %d", c.Source, i+1, rec.Session, rec.Sequence, h, v.size)})
 		}
 	}
+	type session struct{ issuer, session string }
+	withheld := make(map[session]*Finding)
+	var order []session
+	more := make(map[session]int) // past MaxPerKind sessions, only counts
+
 	for _, r := range v.records {
 		// Issuer checkpoints belong to no session chain: nobody presents them.
-		if !presented[r.Hash] && r.LifecycleEvent != "issuer_checkpoint" {
-			out = append(out, Finding{Kind: KindWithheld, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
-				Message: fmt.Sprintf("log entry %d (session %q, sequence %d, %s) was not presented", r.Index, r.Session, r.Sequence, r.Hash),
-				records: []*Record{r}})
+		if presented[r.Hash] || r.LifecycleEvent == "issuer_checkpoint" {
+			continue
 		}
+		k := session{r.Issuer, r.Session}
+		if f := withheld[k]; f != nil {
+			f.Count++
+			continue
+		}
+		if len(order) == MaxPerKind {
+			more[k]++
+			continue
+		}
+		withheld[k] = &Finding{Kind: KindWithheld, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index, Count: 1, records: []*Record{r}}
+		order = append(order, k)
 	}
-	return out
+	for _, k := range order {
+		f := withheld[k]
+		r := f.records[0]
+		f.Message = fmt.Sprintf("log entry %d (session %q, sequence %d, %s) was not presented", r.Index, r.Session, r.Sequence, r.Hash)
+		if f.Count > 1 {
+			f.Message += fmt.Sprintf(", nor were the %d later logged receipts of the session", f.Count-1)
+		}
+		out.add(*f)
+	}
+	for _, n := range more {
+		out.add(Finding{Kind: KindWithheld, Count: n})
+	}
 }
 
 // rootMismatch turns a root mismatch into a finding whose evidence is the
@@ -172,16 +193,16 @@ func rootMismatch(ctx context.Context, fetcher Fetcher, size uint64, rm *RootMis
 	f := Finding{Kind: KindRootMismatch, Message: rm.Error()}
 	for first := uint64(0); first < size; first += 256 {
 		n := min(256, size-first)
-		want, err := client.FetchLeafHashes(ctx, fetcher.ReadTile, first, n, size)
+		want, err := client.FetchLeafHashes(ctx, tileReader(fetcher), first, n, size)
 		if err != nil {
 			return f, fmt.Errorf("reading leaf tiles: %w", err)
 		}
-		b, err := client.GetEntryBundle(ctx, fetcher.ReadEntryBundle, first/256, size)
+		entries, err := readBundle(ctx, fetcher, first/256, size)
 		if err != nil {
-			return f, fmt.Errorf("reading entry bundle: %w", err)
+			return f, err
 		}
 		for i := range want {
-			if i >= len(b.Entries) || string(leafHash(b.Entries[i])) != string(want[i]) {
+			if string(leafHash(entries[i])) != string(want[i]) {
 				idx := first + uint64(i)
 				f.Index = idx
 				f.Message = fmt.Sprintf("log entry %d as served does not hash to the leaf the signed tree holds at %d: %v", idx, idx, rm)
@@ -194,15 +215,15 @@ func rootMismatch(ctx context.Context, fetcher Fetcher, size uint64, rm *RootMis
 	return f, nil
 }
 
-func writeEvidence(dir string, findings []Finding) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("evidence directory: %w", err)
-	}
+// evidenceWriter returns a function that writes a finding's evidence to the
+// next file of dir, named for its number and kind, and records its name.
+func evidenceWriter(dir string) func(*Finding) error {
 	n := 0
-	for i := range findings {
-		f := &findings[i]
-		if f.evidence == nil {
-			continue
+	return func(f *Finding) error {
+		if n == 0 {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("evidence directory: %w", err)
+			}
 		}
 		n++
 		b, err := json.MarshalIndent(f.evidence, "", "  ")
@@ -214,16 +235,20 @@ func writeEvidence(dir string, findings []Finding) error {
 			return fmt.Errorf("writing evidence: %w", err)
 		}
 		f.EvidenceFile = name
+		return nil
 	}
-	return nil
 }
 
-func set(xs []string) map[string]bool {
+// set returns the set of xs, each mapped through f if it is not nil.
+func set(xs []string, f func(string) string) map[string]bool {
 	if len(xs) == 0 {
 		return nil
 	}
 	m := make(map[string]bool, len(xs))
 	for _, x := range xs {
+		if f != nil {
+			x = f(x)
+		}
 		m[x] = true
 	}
 	return m

@@ -27,16 +27,26 @@ import (
 	"github.com/docketlog/docket/receipts"
 )
 
-var benchN = flag.Int("audit.n", 20000, "entries in the log BenchmarkAudit reads (generated once into the temp directory)")
+var (
+	benchN    = flag.Int("audit.n", 20000, "entries in the log BenchmarkAudit reads (generated once into the temp directory)")
+	benchJunk = flag.Int("audit.junk", 4, "full bundles of the largest legal junk entries in the log BenchmarkAuditJunk reads")
+)
 
 // benchLog returns the directory of a Tessera POSIX log of n Docket entries
 // (100 issuers, 10 sessions each, chained), generating it on first use, and
 // its log key.
 func benchLog(b *testing.B, n int) (string, note.Verifier) {
+	return cachedLog(b, fmt.Sprintf("docket-audit-bench-%d", n), "bench.example/audit", func(dir, skey string) error {
+		return generateLog(b.Context(), dir, skey, n)
+	})
+}
+
+// cachedLog returns the log directory under the temp directory's name, and
+// its log key, first generating the log with gen under a new key of origin.
+func cachedLog(b *testing.B, name, origin string, gen func(dir, skey string) error) (string, note.Verifier) {
 	b.Helper()
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("docket-audit-bench-%d", n))
+	dir := filepath.Join(os.TempDir(), name)
 	keyFile := filepath.Join(dir, "log.vkey")
-	skeyFile := filepath.Join(dir, "log.skey")
 	if vkey, err := os.ReadFile(keyFile); err == nil {
 		v, err := note.NewVerifier(string(vkey))
 		if err != nil {
@@ -48,15 +58,15 @@ func benchLog(b *testing.B, n int) (string, note.Verifier) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	skey, vkey, err := note.GenerateKey(rand.Reader, "bench.example/audit")
+	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("generating a log of %d entries in %s", n, dir)
-	if err := generateLog(b.Context(), filepath.Join(dir, "log"), skey, n); err != nil {
+	b.Logf("generating %s", dir)
+	if err := gen(filepath.Join(dir, "log"), skey); err != nil {
 		b.Fatal(err)
 	}
-	os.WriteFile(skeyFile, []byte(skey), 0o600)
+	os.WriteFile(filepath.Join(dir, "log.skey"), []byte(skey), 0o600)
 	if err := os.WriteFile(keyFile, []byte(vkey), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -67,20 +77,6 @@ func benchLog(b *testing.B, n int) (string, note.Verifier) {
 // generateLog writes n signed, chained receipts of 100 issuers to a new
 // Tessera POSIX log at dir, signing on all cores.
 func generateLog(ctx context.Context, dir, skey string, n int) error {
-	signer, err := note.NewSigner(skey)
-	if err != nil {
-		return err
-	}
-	driver, err := posix.New(ctx, posix.Config{Path: dir})
-	if err != nil {
-		return err
-	}
-	app, shutdown, reader, err := tessera.NewAppender(ctx, driver, tessera.NewAppendOptions().
-		WithCheckpointSigner(signer).WithCheckpointInterval(time.Second).WithBatching(4096, 100*time.Millisecond).
-		WithPushback(1<<20))
-	if err != nil {
-		return err
-	}
 	const issuers = 100
 	type iss struct {
 		key   ed25519.PrivateKey
@@ -126,6 +122,27 @@ func generateLog(ctx context.Context, dir, skey string, n int) error {
 		}()
 	}
 	wg.Wait()
+	return writeLog(ctx, dir, skey, leaves)
+}
+
+// writeLog appends leaves to a new Tessera POSIX log at dir, signed with
+// skey, and returns once a published checkpoint covers them all.
+func writeLog(ctx context.Context, dir, skey string, leaves [][]byte) error {
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		return err
+	}
+	driver, err := posix.New(ctx, posix.Config{Path: dir})
+	if err != nil {
+		return err
+	}
+	app, shutdown, reader, err := tessera.NewAppender(ctx, driver, tessera.NewAppendOptions().
+		WithCheckpointSigner(signer).WithCheckpointInterval(time.Second).WithBatching(4096, 100*time.Millisecond).
+		WithPushback(1<<20))
+	if err != nil {
+		return err
+	}
+	n := len(leaves)
 	futures := make([]tessera.IndexFuture, n)
 	for i, leaf := range leaves {
 		futures[i] = app.Add(ctx, tessera.NewEntry(leaf))
@@ -199,4 +216,46 @@ func BenchmarkAudit(b *testing.B) {
 			b.ReportMetric(float64(cp.Size)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 		})
 	}
+}
+
+// junkLog returns the directory of a Tessera POSIX log of bundles full
+// bundles, each of 256 entries of 65,535 random bytes, the largest a log may
+// serve (a log that accepts anything could hold it), generating it on first
+// use, and its log key.
+func junkLog(b *testing.B, bundles int) (string, note.Verifier) {
+	return cachedLog(b, fmt.Sprintf("docket-audit-junk-%d", bundles), "bench.example/junk", func(dir, skey string) error {
+		leaves := make([][]byte, 256*bundles)
+		for i := range leaves {
+			leaves[i] = make([]byte, MaxLeafSize)
+			rand.Read(leaves[i])
+		}
+		return writeLog(b.Context(), dir, skey, leaves)
+	})
+}
+
+// BenchmarkAuditJunk audits a log of full bundles of the largest junk
+// entries (-audit.junk bundles): every entry a bad entry, at most MaxPerKind
+// of them listed with evidence. docs/audit.md measures docket audit's peak
+// RSS on the same log.
+func BenchmarkAuditJunk(b *testing.B) {
+	dir, v := junkLog(b, *benchJunk)
+	f := FileFetcher{Root: dir}
+	raw, err := f.ReadCheckpoint(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cp, _, _, err := log.ParseCheckpoint(raw, v.Name(), v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		findings, err := Run(b.Context(), Config{Fetcher: f, Checkpoint: raw, Size: cp.Size, Root: cp.Hash, EvidenceDir: b.TempDir()}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(findings) != MaxPerKind+1 {
+			b.Fatalf("%d findings, want %d and a summary", len(findings), MaxPerKind)
+		}
+	}
+	b.ReportMetric(float64(cp.Size)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 }

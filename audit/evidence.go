@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -25,7 +24,8 @@ var ErrBadEvidence = errors.New("evidence does not verify")
 
 // VerifyEvidence checks evidence with the log's public key alone. It returns
 // what the evidence proves, or an error wrapping ErrNotProven or
-// ErrBadEvidence.
+// ErrBadEvidence. Evidence of a kind it does not know is bad evidence: what
+// it would prove cannot be decided.
 func VerifyEvidence(ev *Evidence, logKey note.Verifier) (string, error) {
 	if ev.Kind == KindFork || ev.Kind == KindWitnessSplitView {
 		return verifyFork(ev, logKey)
@@ -36,8 +36,12 @@ func VerifyEvidence(ev *Evidence, logKey note.Verifier) (string, error) {
 	}
 	entries := make([]*receipts.Entry, len(ev.Entries))
 	entryErrs := make([]error, len(ev.Entries))
+	leaves := make([][]byte, len(ev.Entries))
 	for i, e := range ev.Entries {
-		lh := leafHash([]byte(e.Leaf))
+		if leaves[i], err = e.Bytes(); err != nil {
+			return "", err
+		}
+		lh := leafHash(leaves[i])
 		if ev.Kind == KindRootMismatch {
 			if lh, err = base64.StdEncoding.DecodeString(ev.TreeLeafHash); err != nil {
 				return "", fmt.Errorf("%w: tree_leaf_hash: %v", ErrBadEvidence, err)
@@ -50,7 +54,7 @@ func VerifyEvidence(ev *Evidence, logKey note.Verifier) (string, error) {
 		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, e.Index, cp.Size, lh, hashes, cp.Hash); err != nil {
 			return "", fmt.Errorf("%w: entry %d is not included in the checkpoint of size %d: %v", ErrBadEvidence, e.Index, cp.Size, err)
 		}
-		entries[i], entryErrs[i] = receipts.ParseEntry([]byte(e.Leaf))
+		entries[i], entryErrs[i] = receipts.ParseEntry(leaves[i])
 	}
 	need := func(n int) error {
 		if len(entries) != n {
@@ -76,7 +80,7 @@ func VerifyEvidence(ev *Evidence, logKey note.Verifier) (string, error) {
 		if len(ev.Entries) != 1 {
 			return "", fmt.Errorf("%w: root_mismatch evidence has %d entries, want 1", ErrBadEvidence, len(ev.Entries))
 		}
-		if bytes.Equal(leafHash([]byte(ev.Entries[0].Leaf)), mustB64(ev.TreeLeafHash)) {
+		if bytes.Equal(leafHash(leaves[0]), mustB64(ev.TreeLeafHash)) {
 			return "", fmt.Errorf("%w: the served entry is the one the tree holds", ErrNotProven)
 		}
 		return fmt.Sprintf("the log served at index %d an entry that its signed tree of size %d does not hold there", ev.Entries[0].Index, cp.Size), nil
@@ -128,8 +132,12 @@ func VerifyEvidence(ev *Evidence, logKey note.Verifier) (string, error) {
 		}
 		return fmt.Sprintf("issuer %s's receipt (session %q) is in the log at index %d under its signed checkpoint of size %d; whoever presented the issuer's receipts without it withheld it",
 			entries[0].KID, entries[0].SessionID, ev.Entries[0].Index, cp.Size), nil
-	default:
+	case KindIssuerSequenceGap, KindBelowHighWater, KindDropped, KindOpenSession, KindUndecidedLegacy, KindInvalidReceipt, KindStaleLog:
 		return "", fmt.Errorf("%w: a %s finding is an absence, which only a scan of the log to size %d shows; the entries here are in the log", ErrNotProven, ev.Kind, cp.Size)
+	case KindUnknownIssuer, KindDenyDecision:
+		return "", fmt.Errorf("%w: a %s finding depends on the monitor's configuration; the entries here are in the log", ErrNotProven, ev.Kind)
+	default:
+		return "", fmt.Errorf("%w: unknown kind %q", ErrBadEvidence, ev.Kind)
 	}
 }
 
@@ -191,10 +199,12 @@ func mustB64(s string) []byte {
 	return b
 }
 
-// ParseEvidence reads an evidence file.
+// ParseEvidence reads an evidence file. It refuses a file with two members
+// whose names differ only in case, or a member evidence does not define:
+// a file must say one thing to every reader.
 func ParseEvidence(b []byte) (*Evidence, error) {
 	var ev Evidence
-	if err := json.Unmarshal(b, &ev); err != nil {
+	if err := receipts.UnmarshalStrict(b, &ev); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadEvidence, err)
 	}
 	if ev.Kind == "" {

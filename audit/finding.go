@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
-
-	"github.com/transparency-dev/tessera/client"
+	"unicode/utf8"
 )
 
 // Kinds of finding. Each is a violation (exit 1 in docket audit) unless the
@@ -43,11 +43,89 @@ type Finding struct {
 	Index   uint64 `json:"index,omitempty"`
 	Source  string `json:"source,omitempty"` // the presented file, if any
 	Message string `json:"message"`
+	// Count is how many log entries (or presented receipts) the finding
+	// stands for, when more than one: the entries of an unknown issuer or
+	// of a withheld session, or the findings a summary counts.
+	Count int `json:"count,omitempty"`
 	// EvidenceFile is where the evidence was written, if it was.
 	EvidenceFile string `json:"evidence,omitempty"`
 
 	records  []*Record
 	evidence *Evidence
+}
+
+// MaxPerKind is how many findings of one kind an audit or a monitor poll
+// lists, each with its evidence file (and -exec run); the others of that
+// kind are counted in one summary finding. Whoever can write to the log, or
+// sign receipts, then makes a reader do and keep at most this much per kind,
+// however many entries they write.
+const MaxPerKind = 100
+
+// A findingList collects findings, listing at most MaxPerKind of a kind and
+// counting the rest.
+type findingList struct {
+	list    []Finding
+	perKind map[string]int
+	// more counts, per kind, the findings not listed, and entries the log
+	// entries or receipts they stand for.
+	more    map[string]*Finding
+	entries map[string]int
+}
+
+func (l *findingList) init() {
+	if l.perKind == nil {
+		l.perKind, l.more, l.entries = make(map[string]int), make(map[string]*Finding), make(map[string]int)
+	}
+}
+
+func (l *findingList) add(fs ...Finding) {
+	l.init()
+	for _, f := range fs {
+		l.perKind[f.Kind]++
+		if l.perKind[f.Kind] <= MaxPerKind {
+			l.list = append(l.list, f)
+			continue
+		}
+		m := l.more[f.Kind]
+		if m == nil {
+			m = &Finding{Kind: f.Kind, Notice: f.Notice}
+			l.more[f.Kind] = m
+		}
+		m.Count++
+		l.entries[f.Kind] += max(f.Count, 1)
+	}
+}
+
+// merge adds the findings of o, listed and counted.
+func (l *findingList) merge(o *findingList) {
+	l.init()
+	l.add(o.list...)
+	for kind, m := range o.more {
+		l.perKind[kind] += m.Count
+		if l.more[kind] == nil {
+			l.more[kind] = &Finding{Kind: kind, Notice: m.Notice}
+		}
+		l.more[kind].Count += m.Count
+		l.entries[kind] += o.entries[kind]
+	}
+}
+
+// deleteFunc removes the listed findings for which del is true.
+func (l *findingList) deleteFunc(del func(Finding) bool) {
+	l.list = slices.DeleteFunc(l.list, del)
+}
+
+// all returns the listed findings, then one summary per kind that had more.
+func (l *findingList) all() []Finding {
+	out := l.list
+	for _, kind := range sortedKeys(l.more) {
+		m := *l.more[kind]
+		m.Message = fmt.Sprintf("%d more %s findings (%d log entries or receipts) are not listed: only the first %d of a kind are, with evidence; narrow the selection (-issuer, -session) to see them",
+			m.Count, kind, l.entries[kind], MaxPerKind)
+		m.Count = l.entries[kind]
+		out = append(out, m)
+	}
+	return out
 }
 
 func (f Finding) String() string {
@@ -83,14 +161,41 @@ type Evidence struct {
 type EvidenceEntry struct {
 	Index uint64 `json:"index"`
 	// Leaf is the entry exactly as logged: JCS of {"public_key","receipt"}.
+	// An entry that is not UTF-8 (a log that accepts anything may hold
+	// one) cannot be a JSON string: LeafBase64 holds it instead, and Leaf
+	// is empty.
 	Leaf           string   `json:"leaf"`
+	LeafBase64     string   `json:"leaf_base64,omitempty"`
 	InclusionProof []string `json:"inclusion_proof,omitempty"`
 }
 
-// prove fills in the evidence of findings that name log entries: each entry
-// with its inclusion proof against the signed checkpoint cp of size size.
-func prove(ctx context.Context, f Fetcher, cp []byte, size uint64, findings []Finding) error {
-	var pb *client.ProofBuilder
+// newEvidenceEntry is the evidence entry of leaf at idx.
+func newEvidenceEntry(idx uint64, leaf string, proof []string) EvidenceEntry {
+	if utf8.ValidString(leaf) {
+		return EvidenceEntry{Index: idx, Leaf: leaf, InclusionProof: proof}
+	}
+	return EvidenceEntry{Index: idx, LeafBase64: base64.StdEncoding.EncodeToString([]byte(leaf)), InclusionProof: proof}
+}
+
+// Bytes returns the entry's leaf bytes.
+func (e EvidenceEntry) Bytes() ([]byte, error) {
+	if e.LeafBase64 == "" {
+		return []byte(e.Leaf), nil
+	}
+	b, err := base64.StdEncoding.DecodeString(e.LeafBase64)
+	if err != nil || e.Leaf != "" || utf8.Valid(b) {
+		return nil, fmt.Errorf("%w: entry %d: leaf_base64 must be the base64 of a leaf that is not UTF-8, with no leaf", ErrBadEvidence, e.Index)
+	}
+	return b, nil
+}
+
+// prove fills in the evidence of findings that name log entries (each
+// entry with its inclusion proof against the signed checkpoint cp of size
+// size), one finding at a time, and hands each to write, after which the
+// finding keeps none of it: a reader holds the leaves of one finding at a
+// time, not of all.
+func prove(ctx context.Context, f Fetcher, cp []byte, size uint64, findings []Finding, write func(*Finding) error) error {
+	pr := newProver(f, size)
 	for i := range findings {
 		fd := &findings[i]
 		if len(fd.records) == 0 && fd.evidence == nil {
@@ -110,35 +215,18 @@ func prove(ctx context.Context, f Fetcher, cp []byte, size uint64, findings []Fi
 			idxs = append(idxs, r.Index)
 		}
 		for _, idx := range idxs {
-			if pb == nil {
-				var err error
-				if pb, err = client.NewProofBuilder(ctx, size, f.ReadTile); err != nil {
-					return fmt.Errorf("building proofs: %w", err)
-				}
-			}
-			leaf, err := readLeaf(ctx, f, idx, size)
+			leaf, proof, err := pr.entry(ctx, idx)
 			if err != nil {
 				return err
 			}
-			hashes, err := pb.InclusionProof(ctx, idx)
-			if err != nil {
-				return fmt.Errorf("inclusion proof for %d: %w", idx, err)
-			}
-			fd.evidence.Entries = append(fd.evidence.Entries, EvidenceEntry{Index: idx, Leaf: string(leaf), InclusionProof: b64s(hashes)})
+			fd.evidence.Entries = append(fd.evidence.Entries, newEvidenceEntry(idx, leaf, proof))
 		}
+		if err := write(fd); err != nil {
+			return err
+		}
+		fd.evidence, fd.records = nil, nil
 	}
 	return nil
-}
-
-func readLeaf(ctx context.Context, f Fetcher, idx, size uint64) ([]byte, error) {
-	b, err := client.GetEntryBundle(ctx, f.ReadEntryBundle, idx/256, size)
-	if err != nil {
-		return nil, fmt.Errorf("reading entry %d: %w", idx, err)
-	}
-	if int(idx%256) >= len(b.Entries) {
-		return nil, fmt.Errorf("reading entry %d: bundle too short", idx)
-	}
-	return b.Entries[idx%256], nil
 }
 
 func b64s(hs [][]byte) []string {

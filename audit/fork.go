@@ -9,7 +9,6 @@ import (
 
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/tessera/api"
-	"github.com/transparency-dev/tessera/client"
 )
 
 // ForkEvidence builds the evidence that two checkpoints of one log, oldCP
@@ -27,7 +26,7 @@ func ForkEvidence(ctx context.Context, f Fetcher, oldCP []byte, oldSize uint64, 
 	if oldSize > newSize {
 		return nil, fmt.Errorf("old size %d is above new size %d", oldSize, newSize)
 	}
-	pb, err := client.NewProofBuilder(ctx, newSize, f.ReadTile)
+	pb, err := NewProofBuilder(ctx, f, newSize)
 	if err != nil {
 		return nil, fmt.Errorf("building a consistency proof: %w", err)
 	}
@@ -118,7 +117,7 @@ func perfectNode(ctx context.Context, f Fetcher, level uint, n uint64) ([]byte, 
 		return nil, fmt.Errorf("tree of size %d has no node [0, %d)", n, uint64(1)<<level)
 	}
 	p := uint8(width % 256)
-	b, err := f.ReadTile(ctx, tl, 0, p)
+	b, err := tileReader(f)(ctx, tl, 0, p)
 	if err != nil {
 		return nil, err
 	}

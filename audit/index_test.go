@@ -37,13 +37,13 @@ func TestIssuerIndex(t *testing.T) {
 	}
 	// honest logs 9 receipts (issuer_sequence 1-9, 9 is the checkpoint at
 	// high-water 9), then 10 is missing and 11 is logged.
-	if s.Entries != 10 || s.Complete != 9 || s.HighWater != 9 || !slices.Equal(s.Gaps, []int64{10}) {
+	if s.Entries != 10 || s.Complete != 9 || s.HighWater != 9 || !slices.Equal(s.Gaps, []Gap{{10, 10}}) {
 		t.Fatalf("summary %+v", s)
 	}
 	// Dropping an entry from the index shows as a gap; altering one fails.
 	p.Entries = slices.Delete(p.Entries, 2, 3)
 	b, _ = json.Marshal(p)
-	if s, err := VerifyIssuerIndex(b, l.Verifier); err != nil || !slices.Equal(s.Gaps, []int64{3, 10}) {
+	if s, err := VerifyIssuerIndex(b, l.Verifier); err != nil || !slices.Equal(s.Gaps, []Gap{{3, 3}, {10, 10}}) {
 		t.Fatalf("after dropping: %+v, %v", s, err)
 	}
 	p.Entries[0].Leaf = p.Entries[1].Leaf

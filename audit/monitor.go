@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,10 +13,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
-
-	"github.com/transparency-dev/tessera/client"
 
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/internal/durable"
@@ -203,7 +203,7 @@ func (m *Monitor) Poll(ctx context.Context) ([]Finding, error) {
 // or a root mismatch): the new entries are then not taken in.
 func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, next *monitorState) (alerts []Finding, ok bool, err error) {
 	if m.st.Size > 0 {
-		pb, err := client.NewProofBuilder(ctx, cp.Size, m.cfg.Fetcher.ReadTile)
+		pb, err := NewProofBuilder(ctx, m.cfg.Fetcher, cp.Size)
 		if err != nil {
 			return nil, false, err
 		}
@@ -243,14 +243,32 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 		issuers[k] = &c
 	}
 	var later []suspect
+	var out findingList
+	// Per unknown issuer, one alert counting its entries; past MaxPerKind
+	// of them, only the count of each is kept, for the summary.
+	unknown := make(map[string]*Finding)
+	var unknownOrder []string
+	moreUnknown := make(map[string]int)
 	visit := func(r *Record, bad *BadEntry) error {
 		progress.tick()
-		if bad != nil {
-			alerts = append(alerts, Finding{Kind: KindBadEntry, Index: bad.Index, Message: fmt.Sprintf("log entry %d is not a valid Docket entry: %v", bad.Index, bad.Err),
+		switch {
+		case bad != nil:
+			out.add(Finding{Kind: KindBadEntry, Index: bad.Index, Message: fmt.Sprintf("log entry %d is not a valid Docket entry: %v", bad.Index, bad.Err),
 				evidence: &Evidence{Kind: KindBadEntry, Entries: []EvidenceEntry{{Index: bad.Index}}}})
-			return nil
+		case m.cfg.Keys != nil && !m.cfg.Keys.Has(r.Issuer):
+			// Anyone may write to an open log: a stranger's entries are
+			// one alert per issuer, and are not followed further.
+			if f := unknown[r.Issuer]; f != nil {
+				f.Count++
+			} else if len(unknownOrder) == MaxPerKind {
+				moreUnknown[r.Issuer]++
+			} else {
+				unknown[r.Issuer] = &Finding{Kind: KindUnknownIssuer, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index, Count: 1, records: []*Record{r}}
+				unknownOrder = append(unknownOrder, r.Issuer)
+			}
+		default:
+			out.add(m.check(r, sessions, issuers, &later)...)
 		}
-		alerts = append(alerts, m.check(r, sessions, issuers, &later)...)
 		return nil
 	}
 	err = Scan(ctx, m.cfg.Fetcher, cp.Size, cp.Root, rng, visit)
@@ -265,26 +283,26 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 	} else if err != nil {
 		return nil, false, err
 	}
-	for _, sus := range later {
-		f, err := m.findEarlier(ctx, sus, cp.Size, cp.Root)
-		if err != nil {
-			return nil, false, err
-		}
-		if f != nil {
-			alerts = append(alerts, *f)
-		}
+	for _, kid := range unknownOrder {
+		f := unknown[kid]
+		f.Message = fmt.Sprintf("%d new log entries are signed by %s, which is not a known issuer; the first is entry %d", f.Count, kid, f.Index)
+		out.add(*f)
 	}
+	for _, n := range moreUnknown {
+		out.add(Finding{Kind: KindUnknownIssuer, Count: n})
+	}
+	eq, err := m.findEarlier(ctx, later, cp.Size, cp.Root)
+	if err != nil {
+		return nil, false, err
+	}
+	out.add(eq...)
 	next.Range, next.Sessions, next.Issuers = rng.Hashes(), sessions, issuers
-	return alerts, true, nil
+	return out.all(), true, nil
 }
 
 // check compares one new entry with what the monitor has seen.
 func (m *Monitor) check(r *Record, sessions map[string]head, issuers map[string]*ihead, later *[]suspect) []Finding {
 	var out []Finding
-	if m.cfg.Keys != nil && !m.cfg.Keys.Has(r.Issuer) {
-		out = append(out, Finding{Kind: KindUnknownIssuer, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
-			Message: fmt.Sprintf("log entry %d is signed by %s, which is not a known issuer", r.Index, r.Issuer), records: []*Record{r}})
-	}
 	if m.cfg.AlertDeny && r.Decision == receipts.Deny && r.HookEvent == "PreToolUse" {
 		out = append(out, Finding{Kind: KindDenyDecision, Notice: true, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
 			Message: fmt.Sprintf("session %q: deny decision %d on %s (%s)", r.Session, r.Sequence, r.ToolName, r.Reason)})
@@ -297,9 +315,7 @@ func (m *Monitor) check(r *Record, sessions map[string]head, issuers map[string]
 		switch {
 		case h.note(r.Sequence):
 			suspected = true
-			*later = append(*later, suspect{r, func(e *Record) bool {
-				return e.Issuer == r.Issuer && e.Session == r.Session && e.Sequence == r.Sequence
-			}, fmt.Sprintf("session %q sequence %d", r.Session, r.Sequence)})
+			*later = append(*later, suspect{r, seqKey{r.Issuer, r.Session, r.Sequence}, fmt.Sprintf("session %q sequence %d", r.Session, r.Sequence)})
 		case r.Sequence == prevMax+1 && prevMax > 0 && r.PreviousReceiptHash != h.Hash:
 			out = append(out, m.earlier(KindChainBreak, r, h.Index, fmt.Sprintf("session %q: receipt %d does not link receipt %d (log entries %d, %d)", r.Session, r.Sequence, prevMax, h.Index, r.Index)))
 		}
@@ -315,17 +331,17 @@ func (m *Monitor) check(r *Record, sessions map[string]head, issuers map[string]
 			issuers[r.Issuer] = ih
 		}
 		if ih.note(r.IssuerSequence) && !suspected {
-			*later = append(*later, suspect{r, func(e *Record) bool {
-				return e.Issuer == r.Issuer && e.IssuerSequence == r.IssuerSequence
-			}, fmt.Sprintf("issuer_sequence %d", r.IssuerSequence)})
+			*later = append(*later, suspect{r, seqKey{issuer: r.Issuer, seq: -r.IssuerSequence}, fmt.Sprintf("issuer_sequence %d", r.IssuerSequence)})
 		}
 		if r.LifecycleEvent == "issuer_checkpoint" {
-			for _, g := range ih.Missing {
-				if g[0] <= r.IssuerHighWater {
-					out = append(out, Finding{Kind: KindIssuerSequenceGap, Issuer: r.Issuer, Sequence: g[0], Index: r.Index,
-						Message: fmt.Sprintf("issuer %s: issuer_sequence %d-%d missing from the log, though its checkpoint at entry %d counts up to %d", r.Issuer, g[0], min(g[1], r.IssuerHighWater), r.Index, r.IssuerHighWater),
-						records: []*Record{r}})
+			// One alert per checkpoint, however many runs are missing.
+			if n := ih.runsFrom(r.IssuerHighWater); n > 0 {
+				g := ih.Missing[0]
+				msg := fmt.Sprintf("issuer %s: issuer_sequence %s missing from the log, though its checkpoint at entry %d counts up to %d", r.Issuer, Gap{g[0], min(g[1], r.IssuerHighWater)}, r.Index, r.IssuerHighWater)
+				if n > 1 {
+					msg += fmt.Sprintf(", and %d more runs of numbers below it", n-1)
 				}
+				out = append(out, Finding{Kind: KindIssuerSequenceGap, Issuer: r.Issuer, Sequence: g[0], Index: r.Index, Message: msg, records: []*Record{r}})
 			}
 		}
 	}
@@ -333,22 +349,35 @@ func (m *Monitor) check(r *Record, sessions map[string]head, issuers map[string]
 }
 
 // take removes n from the missing ranges, reporting whether it was missing.
+// The ranges are sorted and disjoint: finding n's is a binary search.
 func (h *seen) take(n int64) bool {
-	for i, g := range h.Missing {
-		if n < g[0] || n > g[1] {
-			continue
-		}
-		var repl [][2]int64
-		if g[0] < n {
-			repl = append(repl, [2]int64{g[0], n - 1})
-		}
-		if n < g[1] {
-			repl = append(repl, [2]int64{n + 1, g[1]})
-		}
-		h.Missing = append(h.Missing[:i], append(repl, h.Missing[i+1:]...)...)
-		return true
+	i, _ := slices.BinarySearchFunc(h.Missing, n, func(g [2]int64, n int64) int { return cmp.Compare(g[1], n) })
+	if i == len(h.Missing) || n < h.Missing[i][0] {
+		return false
 	}
-	return false
+	switch g := h.Missing[i]; {
+	case g[0] == g[1]:
+		h.Missing = slices.Delete(h.Missing, i, i+1)
+	case n == g[0]:
+		h.Missing[i][0]++
+	case n == g[1]:
+		h.Missing[i][1]--
+	default:
+		h.Missing[i][1] = n - 1
+		h.Missing = slices.Insert(h.Missing, i+1, [2]int64{n + 1, g[1]})
+	}
+	return true
+}
+
+// runsFrom returns how many missing ranges start at or below n.
+func (h *seen) runsFrom(n int64) int {
+	i, _ := slices.BinarySearchFunc(h.Missing, n, func(g [2]int64, n int64) int {
+		if g[0] <= n {
+			return -1
+		}
+		return 1
+	})
+	return i
 }
 
 // earlier is a finding about r and the earlier entry at index idx, whose
@@ -359,39 +388,74 @@ func (m *Monitor) earlier(kind string, r *Record, idx uint64, msg string) Findin
 }
 
 // A suspect is an entry that reuses a position (a session sequence or an
-// issuer_sequence) that an earlier entry holds.
+// issuer_sequence) that an earlier entry holds. key is the position: the
+// issuer, session and sequence, or the issuer and the negated
+// issuer_sequence.
 type suspect struct {
-	r     *Record
-	match func(*Record) bool
-	what  string
+	r    *Record
+	key  seqKey
+	what string
 }
 
-// findEarlier rescans the log for the earlier entry that a suspect
-// equivocates with. It runs only when equivocation is suspected.
-func (m *Monitor) findEarlier(ctx context.Context, s suspect, size uint64, root []byte) (*Finding, error) {
+// findEarlier finds, for each suspect, the earlier entry it equivocates
+// with, in one rescan of the log up to the last suspect, however many there
+// are. For each position it keeps the first entry and the first with
+// another hash: whichever of the two differs from a suspect and comes
+// before it is an earlier entry that does.
+func (m *Monitor) findEarlier(ctx context.Context, suspects []suspect, size uint64, root []byte) ([]Finding, error) {
+	if len(suspects) == 0 {
+		return nil, nil
+	}
+	type pair struct{ first, other *Record }
+	at := make(map[seqKey]*pair, len(suspects))
+	var end uint64
+	for _, s := range suspects {
+		at[s.key] = &pair{}
+		end = max(end, s.r.Index)
+	}
 	stop := errors.New("stop")
-	var prev *Record
+	note := func(k seqKey, e *Record) {
+		p := at[k]
+		switch {
+		case p == nil:
+		case p.first == nil:
+			p.first = e
+		case p.other == nil && e.Hash != p.first.Hash:
+			p.other = e
+		}
+	}
 	err := Scan(ctx, m.cfg.Fetcher, size, root, NewRange(), func(e *Record, _ *BadEntry) error {
 		switch {
 		case e == nil:
-		case e.Index >= s.r.Index:
+		case e.Index >= end:
 			return stop
-		case s.match(e) && e.Hash != s.r.Hash:
-			prev = e
-			return stop
+		default:
+			note(seqKey{e.Issuer, e.Session, e.Sequence}, e)
+			note(seqKey{issuer: e.Issuer, seq: -e.IssuerSequence}, e)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, stop) {
 		return nil, err
 	}
-	if prev == nil {
-		return nil, nil
+	var out []Finding
+	for _, s := range suspects {
+		r, p := s.r, at[s.key]
+		var prev *Record
+		for _, e := range []*Record{p.first, p.other} {
+			if e != nil && e.Index < r.Index && e.Hash != r.Hash {
+				prev = e
+				break
+			}
+		}
+		if prev == nil {
+			continue
+		}
+		out = append(out, Finding{Kind: KindEquivocation, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
+			Message: fmt.Sprintf("issuer %s signed two different receipts for %s: log entries %d and %d", r.Issuer, s.what, prev.Index, r.Index),
+			records: []*Record{prev, r}})
 	}
-	r := s.r
-	return &Finding{Kind: KindEquivocation, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
-		Message: fmt.Sprintf("issuer %s signed two different receipts for %s: log entries %d and %d", r.Issuer, s.what, prev.Index, r.Index),
-		records: []*Record{prev, r}}, nil
+	return out, nil
 }
 
 // witnessViews compares each witness's latest cosigned checkpoint of the
@@ -455,11 +519,8 @@ func (m *Monitor) get(ctx context.Context, u string) ([]byte, error) {
 // commit writes the alerts (evidence, JSON lines, human lines, exec) and
 // then, if next is not nil, the new state.
 func (m *Monitor) commit(ctx context.Context, alerts []Finding, raw []byte, size uint64, next *monitorState) ([]Finding, error) {
-	if err := prove(ctx, m.cfg.Fetcher, raw, size, alerts); err != nil {
-		return nil, err
-	}
 	dir := filepath.Join(m.cfg.StateDir, "evidence", fmt.Sprint(size))
-	if err := writeEvidence(dir, alerts); err != nil {
+	if err := prove(ctx, m.cfg.Fetcher, raw, size, alerts, evidenceWriter(dir)); err != nil {
 		return nil, err
 	}
 	for _, a := range alerts {

@@ -2,23 +2,29 @@ package audit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
+	"unicode/utf8"
 	"unique"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
-	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/api/layout"
 	"github.com/transparency-dev/tessera/client"
 
 	"github.com/docketlog/docket/receipts"
 )
 
-// A Fetcher reads a log's tlog-tiles resources. Tessera's client.HTTPFetcher
-// (a log's URL) and client.FileFetcher (a POSIX storage directory) are both
-// Fetchers. ReadEntryBundle with p > 0 asks for a partial bundle of p entries.
+// A Fetcher reads a log's tlog-tiles resources. HTTPFetcher (a log's URL)
+// and FileFetcher (a POSIX storage directory) are Fetchers that bound what
+// they read; so are Tessera's client.HTTPFetcher and client.FileFetcher,
+// which read whatever they are served, so that only what they return is
+// checked. ReadEntryBundle with p > 0 asks for a partial bundle of p
+// entries, and may return the full bundle once the partial one is gone.
 type Fetcher interface {
 	ReadCheckpoint(ctx context.Context) ([]byte, error)
 	ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error)
@@ -36,32 +42,54 @@ type Record struct {
 	Payload
 }
 
-// Payload holds the members of a Docket payload that an audit reads.
+// Payload holds the members of a Docket payload that an audit reads. A
+// string member longer than MaxMember bytes, which no Docket issuer writes,
+// is kept clipped (see Clip), so that what a reader keeps of an entry does
+// not grow with what its issuer put in it.
 type Payload struct {
-	Type                string   `json:"type"`
-	IssuedAt            string   `json:"issued_at"`
-	Sequence            int64    `json:"sequence"`
-	PreviousReceiptHash string   `json:"previousReceiptHash"`
-	HookEvent           string   `json:"hook_event"`
-	ToolName            string   `json:"tool_name"`
-	ToolUseID           string   `json:"tool_use_id"`
-	ToolInputHash       string   `json:"tool_input_hash"`
-	Decision            string   `json:"decision"`
-	Reason              string   `json:"reason"`
-	DecisionReceiptHash string   `json:"decision_receipt_hash"`
-	LifecycleEvent      string   `json:"lifecycle_event"`
-	IssuerSequence      int64    `json:"issuer_sequence"`
-	FinalSequence       int64    `json:"final_sequence"`
-	HeadHash            string   `json:"head_hash"`
-	IssuerHighWater     int64    `json:"issuer_high_water"`
-	OpenSessions        []string `json:"open_sessions"`
+	Type                string `json:"type"`
+	IssuedAt            string `json:"issued_at"`
+	Sequence            int64  `json:"sequence"`
+	PreviousReceiptHash string `json:"previousReceiptHash"`
+	HookEvent           string `json:"hook_event"`
+	ToolName            string `json:"tool_name"`
+	ToolUseID           string `json:"tool_use_id"`
+	ToolInputHash       string `json:"tool_input_hash"`
+	Decision            string `json:"decision"`
+	Reason              string `json:"reason"`
+	DecisionReceiptHash string `json:"decision_receipt_hash"`
+	LifecycleEvent      string `json:"lifecycle_event"`
+	IssuerSequence      int64  `json:"issuer_sequence"`
+	FinalSequence       int64  `json:"final_sequence"`
+	HeadHash            string `json:"head_hash"`
+	IssuerHighWater     int64  `json:"issuer_high_water"`
+}
+
+// MaxMember is the longest payload string a Record keeps as it is.
+const MaxMember = 128
+
+// Clip returns s if it is at most MaxMember bytes, and otherwise its first
+// 61 to 64 bytes (whole UTF-8 characters), "…sha256:" and the hex SHA-256
+// of all of s: 135 to 138 bytes. Two values are equal exactly when their
+// clips are (barring a SHA-256 collision), and a clip, longer than
+// MaxMember, never equals a value that was not clipped.
+func Clip(s string) string {
+	if len(s) <= MaxMember {
+		return s
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	sum := sha256.Sum256([]byte(s))
+	return s[:cut] + "…sha256:" + hex.EncodeToString(sum[:])
 }
 
 // A BadEntry is a log entry that is not a valid Docket entry: the log should
-// have refused it.
+// have refused it. It keeps no leaf, which may be the largest a bundle
+// holds: evidence reads it back by its index.
 type BadEntry struct {
 	Index uint64
-	Leaf  []byte
 	Err   error
 }
 
@@ -123,6 +151,9 @@ func Scan(ctx context.Context, f Fetcher, size uint64, root []byte, rng *compact
 	return nil
 }
 
+// maxReadAhead bounds the entry bundles a scan reads ahead.
+const maxReadAhead = 16
+
 type parsedBundle struct {
 	first   uint64
 	hashes  [][]byte
@@ -136,7 +167,9 @@ func scanRange(ctx context.Context, f Fetcher, from, size uint64, rng *compact.R
 	defer cancel()
 	workers := runtime.GOMAXPROCS(0)
 	sizeFn := func(context.Context) (uint64, error) { return size, nil }
-	bundles := client.EntryBundles(ctx, uint(2*workers+2), sizeFn, f.ReadEntryBundle, from, size-from)
+	// Bundles read ahead: each may be MaxBundleSize, so there are at most
+	// maxReadAhead of them, however many cores there are.
+	bundles := client.EntryBundles(ctx, uint(min(2*workers+2, maxReadAhead)), sizeFn, f.ReadEntryBundle, from, size-from)
 
 	// Bundles are parsed by a pool of workers and consumed in order through
 	// a queue of futures.
@@ -194,13 +227,13 @@ func scanRange(ctx context.Context, f Fetcher, from, size uint64, rng *compact.R
 }
 
 func parseBundle(b client.Bundle) parsedBundle {
-	var eb api.EntryBundle
-	if err := eb.UnmarshalText(b.Data); err != nil {
-		return parsedBundle{err: fmt.Errorf("entry bundle %d: %w", b.RangeInfo.Index, err)}
-	}
 	ri := b.RangeInfo
-	if uint(len(eb.Entries)) < ri.First+ri.N {
-		return parsedBundle{err: fmt.Errorf("entry bundle %d has %d entries, want at least %d", ri.Index, len(eb.Entries), ri.First+ri.N)}
+	entries, err := splitBundle(b.Data, layout.EntryBundleWidth)
+	if err != nil {
+		return parsedBundle{err: fmt.Errorf("entry bundle %d: %w", ri.Index, err)}
+	}
+	if uint(len(entries)) < ri.First+ri.N {
+		return parsedBundle{err: fmt.Errorf("entry bundle %d has %d entries, want at least %d", ri.Index, len(entries), ri.First+ri.N)}
 	}
 	first := ri.Index*256 + uint64(ri.First)
 	pb := parsedBundle{
@@ -209,12 +242,12 @@ func parseBundle(b client.Bundle) parsedBundle {
 		records: make([]*Record, ri.N),
 		bad:     make([]*BadEntry, ri.N),
 	}
-	for i, leaf := range eb.Entries[ri.First : ri.First+ri.N] {
+	for i, leaf := range entries[ri.First : ri.First+ri.N] {
 		idx := first + uint64(i)
 		pb.hashes[i] = rfc6962.DefaultHasher.HashLeaf(leaf)
 		r, err := parseRecord(idx, leaf)
 		if err != nil {
-			pb.bad[i] = &BadEntry{Index: idx, Leaf: leaf, Err: err}
+			pb.bad[i] = &BadEntry{Index: idx, Err: err}
 			continue
 		}
 		pb.records[i] = r
@@ -237,7 +270,7 @@ func parseRecord(idx uint64, leaf []byte) (*Record, error) {
 		Index:   idx,
 		Hash:    receipts.ChainHash(e.Receipt),
 		Issuer:  unique.Make(e.KID).Value(),
-		Session: unique.Make(e.SessionID).Value(),
+		Session: unique.Make(Clip(e.SessionID)).Value(),
 		Payload: payloadFrom(e.Payload),
 	}, nil
 }
@@ -245,7 +278,7 @@ func parseRecord(idx uint64, leaf []byte) (*Record, error) {
 // payloadFrom reads the members of a parsed payload; a member of the
 // wrong type reads as absent.
 func payloadFrom(m map[string]any) Payload {
-	str := func(k string) string { s, _ := m[k].(string); return s }
+	str := func(k string) string { s, _ := m[k].(string); return Clip(s) }
 	// Members with few distinct values are interned, so that a view of a
 	// million receipts holds one copy of each, not a million.
 	few := func(k string) string { return unique.Make(str(k)).Value() }
@@ -254,7 +287,7 @@ func payloadFrom(m map[string]any) Payload {
 		i, _ := n.Int64()
 		return i
 	}
-	p := Payload{
+	return Payload{
 		Type: few("type"), IssuedAt: str("issued_at"), Sequence: num("sequence"),
 		PreviousReceiptHash: str("previousReceiptHash"), HookEvent: few("hook_event"), ToolName: few("tool_name"),
 		ToolUseID: str("tool_use_id"), ToolInputHash: str("tool_input_hash"), Decision: few("decision"),
@@ -262,14 +295,6 @@ func payloadFrom(m map[string]any) Payload {
 		IssuerSequence: num("issuer_sequence"), FinalSequence: num("final_sequence"), HeadHash: str("head_hash"),
 		IssuerHighWater: num("issuer_high_water"),
 	}
-	if open, ok := m["open_sessions"].([]any); ok {
-		for _, o := range open {
-			if s, ok := o.(string); ok {
-				p.OpenSessions = append(p.OpenSessions, s)
-			}
-		}
-	}
-	return p
 }
 
 func leafHash(leaf []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(leaf) }

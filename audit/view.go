@@ -23,7 +23,7 @@ type View struct {
 	issuers     map[string]*issuerState
 	sessions    map[seqKey]*sessionState // key with Sequence 0
 	records     []*Record                // the selected records, in index order
-	findings    []Finding
+	findings    findingList
 	size        uint64
 }
 
@@ -36,8 +36,8 @@ type issuerState struct {
 	maxSeq     int64 // highest issuer_sequence logged
 	highWater  int64 // highest issuer_high_water of a logged issuer checkpoint
 	checkpoint *Record
-	seen       map[int64]bool
-	legacy     int // receipts without issuer_sequence
+	seqs       []int64 // the issuer_sequence numbers logged, in log order
+	legacy     int     // receipts without issuer_sequence
 }
 
 type sessionState struct {
@@ -76,10 +76,11 @@ func (v *View) selected(r *Record) bool {
 func (v *View) Add(r *Record, bad *BadEntry) error {
 	v.size++
 	if bad != nil {
-		v.findings = append(v.findings, Finding{
+		// The evidence reads the entry back: a view keeps no leaf.
+		v.findings.add(Finding{
 			Kind: KindBadEntry, Index: bad.Index,
 			Message:  fmt.Sprintf("log entry %d is not a valid Docket entry: %v", bad.Index, bad.Err),
-			evidence: &Evidence{Kind: KindBadEntry, Entries: []EvidenceEntry{{Index: bad.Index, Leaf: string(bad.Leaf)}}},
+			evidence: &Evidence{Kind: KindBadEntry, Entries: []EvidenceEntry{{Index: bad.Index}}},
 		})
 		return nil
 	}
@@ -108,11 +109,11 @@ func (v *View) Add(r *Record, bad *BadEntry) error {
 	// issuer's sessions, also when only some sessions are selected.
 	is := v.issuers[r.Issuer]
 	if is == nil {
-		is = &issuerState{seen: make(map[int64]bool)}
+		is = &issuerState{}
 		v.issuers[r.Issuer] = is
 	}
 	if r.IssuerSequence > 0 {
-		is.seen[r.IssuerSequence] = true
+		is.seqs = append(is.seqs, r.IssuerSequence)
 		is.maxSeq = max(is.maxSeq, r.IssuerSequence)
 	} else {
 		is.legacy++
@@ -146,7 +147,7 @@ func (v *View) Add(r *Record, bad *BadEntry) error {
 }
 
 func (v *View) equivocation(a, b *Record, what string) {
-	v.findings = append(v.findings, Finding{
+	v.findings.add(Finding{
 		Kind: KindEquivocation, Issuer: a.Issuer, Session: b.Session, Sequence: b.Sequence, Index: b.Index,
 		Message: fmt.Sprintf("issuer %s signed two different receipts for %s: log entries %d and %d", a.Issuer, what, a.Index, b.Index),
 		records: []*Record{a, b},
@@ -156,50 +157,47 @@ func (v *View) equivocation(a, b *Record, what string) {
 // LogFindings returns what the log alone shows: bad entries, equivocation,
 // gaps in issuer_sequence (up to each issuer's highest logged sequence or
 // issuer checkpoint), chain breaks and executions not preceded by a logged
-// allow within the selection, and sessions without session_end.
+// allow within the selection, and sessions without session_end. At most
+// MaxPerKind findings of a kind are listed; one more counts the others.
 func (v *View) LogFindings() []Finding {
-	out := slices.Clone(v.findings)
+	var out findingList
+	v.logFindings(&out)
+	return out.all()
+}
+
+func (v *View) logFindings(out *findingList) {
+	out.merge(&v.findings)
 	for _, issuer := range sortedKeys(v.issuers) {
 		is := v.issuers[issuer]
-		top := max(is.maxSeq, is.highWater)
-		var gapStart int64
-		for n := int64(1); n <= top+1; n++ {
-			if n <= top && !is.seen[n] {
-				if gapStart == 0 {
-					gapStart = n
-				}
-				continue
-			}
-			if gapStart == 0 {
-				continue
-			}
-			f := Finding{Kind: KindIssuerSequenceGap, Issuer: issuer, Sequence: gapStart}
-			span := fmt.Sprint(gapStart)
-			if n-1 > gapStart {
-				span = fmt.Sprintf("%d-%d", gapStart, n-1)
-			}
-			f.Message = fmt.Sprintf("issuer %s: issuer_sequence %s missing from the log (highest logged %d, issuer checkpoint high-water %d)", issuer, span, is.maxSeq, is.highWater)
-			if is.checkpoint != nil && is.highWater >= n-1 {
+		slices.Sort(is.seqs)
+		is.seqs = slices.Compact(is.seqs)
+		// Gaps are ranges: their number and cost are those of the entries
+		// logged, whatever numbers the issuer wrote in them.
+		for _, g := range missing(is.seqs, max(is.maxSeq, is.highWater)) {
+			f := Finding{Kind: KindIssuerSequenceGap, Issuer: issuer, Sequence: g.From}
+			f.Message = fmt.Sprintf("issuer %s: issuer_sequence %s missing from the log (highest logged %d, issuer checkpoint high-water %d)", issuer, g, is.maxSeq, is.highWater)
+			if is.checkpoint != nil && is.highWater >= g.To {
 				// The issuer's own checkpoint counts the missing receipts.
 				f.records = []*Record{is.checkpoint}
-				if n > is.maxSeq {
+				if g.To >= is.maxSeq {
 					f.Kind = KindBelowHighWater
 				}
 			}
-			if r := v.byIssuerSeq[seqKey{issuer: issuer, seq: gapStart - 1}]; r != nil {
+			if r := v.byIssuerSeq[seqKey{issuer: issuer, seq: g.From - 1}]; r != nil {
 				f.records = append(f.records, r)
 			}
-			if r := v.byIssuerSeq[seqKey{issuer: issuer, seq: n}]; r != nil {
-				f.records = append(f.records, r)
+			if g.To < is.maxSeq {
+				if r := v.byIssuerSeq[seqKey{issuer: issuer, seq: g.To + 1}]; r != nil {
+					f.records = append(f.records, r)
+				}
 			}
-			out = append(out, f)
-			gapStart = 0
+			out.add(f)
 		}
 	}
 	for _, r := range v.records {
 		if r.Sequence > 1 {
 			if prev := v.bySeq[seqKey{r.Issuer, r.Session, r.Sequence - 1}]; prev != nil && r.PreviousReceiptHash != prev.Hash {
-				out = append(out, Finding{Kind: KindChainBreak, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
+				out.add(Finding{Kind: KindChainBreak, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
 					Message: fmt.Sprintf("session %q: logged receipt %d does not link the logged receipt %d", r.Session, r.Sequence, r.Sequence-1),
 					records: []*Record{prev, r}})
 			}
@@ -210,10 +208,10 @@ func (v *View) LogFindings() []Finding {
 			case d == nil:
 				// Not in the log (yet): the presented chain decides; see Audit.
 			case d.Decision == "deny":
-				out = append(out, Finding{Kind: KindExecutedDeny, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
+				out.add(Finding{Kind: KindExecutedDeny, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
 					Message: fmt.Sprintf("session %q: execution %d executes a deny decision", r.Session, r.Sequence), records: []*Record{d, r}})
 			case d.Session != r.Session || d.Sequence >= r.Sequence || d.ToolInputHash != r.ToolInputHash || d.ToolName != r.ToolName:
-				out = append(out, Finding{Kind: KindUnlinkedExecution, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
+				out.add(Finding{Kind: KindUnlinkedExecution, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
 					Message: fmt.Sprintf("session %q: execution %d does not execute an earlier decision on the same call", r.Session, r.Sequence), records: []*Record{d, r}})
 			}
 		}
@@ -221,11 +219,10 @@ func (v *View) LogFindings() []Finding {
 	for _, k := range sortedSessionKeys(v.sessions) {
 		ss := v.sessions[k]
 		if ss.ended == nil {
-			out = append(out, Finding{Kind: KindOpenSession, Issuer: k.issuer, Session: k.session, Sequence: ss.last.Sequence, Index: ss.last.Index, Notice: true,
+			out.add(Finding{Kind: KindOpenSession, Issuer: k.issuer, Session: k.session, Sequence: ss.last.Sequence, Index: ss.last.Index, Notice: true,
 				Message: fmt.Sprintf("session %q is open: no session_end; last receipt %d issued %s", k.session, ss.last.Sequence, ss.last.IssuedAt)})
 		}
 	}
-	return out
 }
 
 func isExecution(r *Record) bool {

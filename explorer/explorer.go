@@ -7,6 +7,15 @@
 // The explorer reads the log through the tlog-tiles API like any client:
 // every entry it shows was verified and the tree root recomputed from the
 // entries before the page is served. It never writes to the log.
+//
+// Pages never wait on the log for what they have already verified. One
+// background refresh at a time reads the log's new checkpoint and entries,
+// bound to the explorer's context, not to the request that prompted it, and
+// pages are served from the last view that verified (a snapshot) meanwhile.
+// Only the entry page and the index download read the log themselves, at
+// most Config.MaxFetches at a time. A page is served with 200 only when
+// everything on it verified and the latest refresh did; otherwise with 502
+// and the reason, without the storage paths or URLs behind it.
 package explorer
 
 import (
@@ -15,18 +24,20 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
-	"github.com/transparency-dev/tessera/client"
 
 	"github.com/docketlog/docket/audit"
 	"github.com/docketlog/docket/c2sp"
@@ -41,41 +52,93 @@ type Config struct {
 	// Refresh is how often the explorer looks for a new checkpoint, at most
 	// (default one second).
 	Refresh time.Duration
-	Logger  *slog.Logger
+	// MaxFetches is how many pages may read the log at once (entry pages
+	// and index downloads; default 4); the others wait their turn, as long
+	// as their client does.
+	MaxFetches int
+	Logger     *slog.Logger
 }
+
+// Limits on what one page lists.
+const (
+	recentMax   = 200 // newest entries kept
+	homeRows    = 50  // newest entries on the home page
+	topIssuers  = 100 // issuers on the home page, the most entries first
+	badMax      = 100 // entries the log should have refused, listed
+	issuerRows  = 500 // an issuer's newest entries on its page
+	gapsShown   = 100 // runs of missing issuer_sequence on an issuer's page
+	retryWaitS  = "1" // Retry-After while the first view of the log is read
+	indexPrefix = `attachment; filename="issuer-index.json"`
+)
 
 // An Explorer is the http.Handler of the explorer page. It is safe for
 // concurrent use.
 type Explorer struct {
-	cfg Config
-	mux *http.ServeMux
+	cfg     Config
+	ctx     context.Context // bounds the refreshes: the explorer's lifetime
+	mux     *http.ServeMux
+	fetches chan struct{} // a token per page reading the log
 
-	// mu guards the fields below, the explorer's view of the log.
-	mu      sync.Mutex
-	checked time.Time
-	cp      []byte
-	cpInfo  *c2sp.Checkpoint
-	rng     *compact.Range
-	index   *audit.IssuerIndex
-	recent  []*audit.Record // the newest entries, oldest first
-	bad     []*audit.BadEntry
-	lastErr error
+	// current is the last view of the log that verified (nil before the
+	// first); status is the outcome of the latest refresh.
+	current atomic.Pointer[snapshot]
+	status  atomic.Pointer[status]
+
+	// refreshMu guards inflight and started: the refresh running, if any,
+	// and when the latest one started.
+	refreshMu sync.Mutex
+	inflight  chan struct{}
+	started   time.Time
+
+	// The scan state, touched only by the running refresh. The index is
+	// also read by pages, below the size of their snapshot.
+	rng      *compact.Range
+	index    *audit.IssuerIndex
+	recent   []*audit.Record // the newest entries, oldest first
+	bad      []*audit.BadEntry
+	badCount int
 }
 
-const recentMax = 200
+// A snapshot is a view of the log that verified. It is never modified.
+type snapshot struct {
+	cp       []byte
+	cpInfo   *c2sp.Checkpoint
+	rows     []*audit.Record // the newest entries, newest first
+	bad      []*audit.BadEntry
+	badCount int
+	issuers  []audit.IssuerCount
+	nIssuers int
+	// summaries holds, per issuer of more than cacheFrom entries, its
+	// summary computed once (a func() *audit.IndexSummary): many pages of
+	// one large issuer cost one computation. Snapshots of one size share it.
+	summaries *sync.Map
+}
 
-// New returns an explorer of the log cfg describes.
-func New(cfg Config) (*Explorer, error) {
+const cacheFrom = 1000
+
+// status is the outcome of a refresh: err, and what a page may say of it.
+type status struct {
+	err    error
+	public string
+}
+
+// New returns an explorer of the log cfg describes. Its refreshes run
+// under ctx: they stop when it is done.
+func New(ctx context.Context, cfg Config) (*Explorer, error) {
 	if cfg.Fetcher == nil || cfg.Verifier == nil {
 		return nil, fmt.Errorf("explorer: Fetcher and Verifier are required")
 	}
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = time.Second
 	}
+	if cfg.MaxFetches <= 0 {
+		cfg.MaxFetches = 4
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Explorer{cfg: cfg, mux: http.NewServeMux(), rng: audit.NewRange(), index: audit.NewIssuerIndex()}
+	e := &Explorer{cfg: cfg, ctx: ctx, mux: http.NewServeMux(), fetches: make(chan struct{}, cfg.MaxFetches),
+		rng: audit.NewRange(), index: audit.NewIssuerIndex()}
 	e.mux.HandleFunc("GET /{$}", e.home)
 	e.mux.HandleFunc("GET /entry/{n}", e.entry)
 	e.mux.HandleFunc("GET /issuer/{kid}", e.issuer)
@@ -92,90 +155,200 @@ func (e *Explorer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.mux.ServeHTTP(w, r)
 }
 
-// refresh reads the log's checkpoint, at most every Refresh, and takes in
-// the entries it adds. It returns the view to render under e.mu.
-func (e *Explorer) refresh(ctx context.Context) error {
-	if time.Since(e.checked) < e.cfg.Refresh && e.cp != nil {
-		return e.lastErr
+// Refresh reads the log's checkpoint and new entries now, in a refresh that
+// starts after the call, and waits for it (or for ctx). It returns the
+// refresh's error.
+func (e *Explorer) Refresh(ctx context.Context) error {
+	called := time.Now()
+	for {
+		done, started := e.startRefresh(true)
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !started.Before(called) {
+			return e.status.Load().err
+		}
 	}
-	e.checked = time.Now()
-	e.lastErr = e.update(ctx)
-	if e.lastErr != nil {
-		e.cfg.Logger.Warn("explorer refresh", "err", e.lastErr)
+}
+
+// startRefresh starts a refresh unless one runs (it then returns that one)
+// or, unless force, one started less than Refresh ago (it then returns nil).
+func (e *Explorer) startRefresh(force bool) (done chan struct{}, started time.Time) {
+	e.refreshMu.Lock()
+	defer e.refreshMu.Unlock()
+	if e.inflight != nil {
+		return e.inflight, e.started
 	}
-	return e.lastErr
+	if !force && !e.started.IsZero() && time.Since(e.started) < e.cfg.Refresh {
+		return nil, e.started
+	}
+	done = make(chan struct{})
+	e.inflight, e.started = done, time.Now()
+	go func() {
+		st := &status{}
+		if st.err = e.update(e.ctx); st.err != nil {
+			st.public = publicError(st.err)
+			e.cfg.Logger.Warn("explorer refresh", "err", st.err)
+		}
+		e.status.Store(st)
+		e.refreshMu.Lock()
+		e.inflight = nil
+		e.refreshMu.Unlock()
+		close(done)
+	}()
+	return done, e.started
+}
+
+// view returns the snapshot to serve and the latest refresh's status,
+// starting a refresh if the last one is older than Refresh. Only before the
+// first view of the log verified does it wait, for as long as ctx allows.
+func (e *Explorer) view(ctx context.Context) (*snapshot, *status) {
+	s := e.current.Load()
+	done, _ := e.startRefresh(false)
+	if s == nil && done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		s = e.current.Load()
+	}
+	return s, e.status.Load()
+}
+
+// A refreshError is a refresh's error with what a page may say of it.
+type refreshError struct {
+	public string
+	err    error
+}
+
+func (r *refreshError) Error() string { return r.public + ": " + r.err.Error() }
+func (r *refreshError) Unwrap() error { return r.err }
+
+// publicError is what a page says of err: why the log could not be read or
+// verified, never a storage path or URL. The log records the rest.
+func publicError(err error) string {
+	var re *refreshError
+	var rm *audit.RootMismatchError
+	switch {
+	case errors.As(err, &rm):
+		return "the log's entries do not hash to the root of its signed checkpoint: " + rm.Error()
+	case errors.Is(err, audit.ErrOversized):
+		return "the log served a tile or entry bundle larger than tlog-tiles allows"
+	case errors.As(err, &re):
+		return re.public
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return "reading the log took too long"
+	}
+	return "the log could not be read"
 }
 
 func (e *Explorer) update(ctx context.Context) error {
 	raw, err := e.cfg.Fetcher.ReadCheckpoint(ctx)
 	if err != nil {
-		return fmt.Errorf("reading the checkpoint: %w", err)
+		return &refreshError{"the log's checkpoint could not be read", err}
 	}
 	cp, err := e.cfg.Verifier.VerifyCheckpoint(raw)
 	if err != nil {
-		return err
+		return &refreshError{"the log's checkpoint does not verify: " + err.Error(), err}
 	}
-	if e.cpInfo != nil && cp.Size < e.cpInfo.Size {
-		return fmt.Errorf("the log's checkpoint went back from size %d to %d", e.cpInfo.Size, cp.Size)
+	last := e.current.Load()
+	if last != nil && cp.Size < last.cpInfo.Size {
+		return &refreshError{fmt.Sprintf("the log's checkpoint went back from size %d to %d", last.cpInfo.Size, cp.Size), errors.New("rollback")}
 	}
-	if e.cpInfo != nil && cp.Size == e.cpInfo.Size {
-		if !bytes.Equal(cp.Root, e.cpInfo.Root) {
-			return fmt.Errorf("the log signed two roots for size %d", cp.Size)
+	if last != nil && cp.Size == last.cpInfo.Size {
+		if !bytes.Equal(cp.Root, last.cpInfo.Root) {
+			return &refreshError{fmt.Sprintf("the log signed two roots for size %d", cp.Size), errors.New("fork")}
 		}
-		e.cp = raw // new cosignatures
+		s := *last
+		s.cp = raw // new cosignatures
+		e.current.Store(&s)
 		return nil
 	}
-	rng, err := audit.RestoreRange(e.rng.End(), e.rng.Hashes())
+	from := e.rng.End()
+	rng, err := audit.RestoreRange(from, e.rng.Hashes())
 	if err != nil {
 		return err
 	}
-	index, recent, bad := e.index, e.recent, e.bad
+	recent, bad, badCount := slices.Clone(e.recent), slices.Clone(e.bad), e.badCount
 	err = audit.Scan(ctx, e.cfg.Fetcher, cp.Size, cp.Root, rng, func(r *audit.Record, b *audit.BadEntry) error {
-		if b != nil {
-			bad = append(bad, b)
-		} else {
+		switch {
+		case b != nil:
+			if badCount++; len(bad) < badMax {
+				bad = append(bad, b)
+			}
+		default:
 			recent = append(recent, r)
 			if len(recent) > 2*recentMax {
 				recent = append(recent[:0], recent[len(recent)-recentMax:]...)
 			}
 		}
-		return index.Add(r, b)
+		return e.index.Add(r, b)
 	})
 	if err != nil {
-		// The index may hold entries of the failed range: start over next time.
-		e.rng, e.index, e.recent, e.bad, e.cp, e.cpInfo = audit.NewRange(), audit.NewIssuerIndex(), nil, nil, nil, nil
-		return err
+		// What the failed range added is not verified: back to what was.
+		e.index.Truncate(from)
+		return &refreshError{"the log's entries could not be read or do not verify", err}
 	}
-	e.rng, e.recent, e.bad, e.cp, e.cpInfo = rng, recent, bad, raw, cp
+	e.rng, e.recent, e.bad, e.badCount = rng, recent, bad, badCount
+	s := &snapshot{cp: raw, cpInfo: cp, bad: bad, badCount: badCount, summaries: new(sync.Map)}
+	for i := len(recent) - 1; i >= 0 && len(s.rows) < homeRows; i-- {
+		s.rows = append(s.rows, recent[i])
+	}
+	s.issuers, s.nIssuers = e.index.Top(topIssuers, cp.Size)
+	e.current.Store(s)
 	return nil
 }
 
-func (e *Explorer) home(w http.ResponseWriter, r *http.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	data := map[string]any{"Err": e.refresh(r.Context())}
-	if e.cpInfo != nil {
-		rows := make([]*audit.Record, 0, 50)
-		for i := len(e.recent) - 1; i >= 0 && len(rows) < 50; i-- {
-			rows = append(rows, e.recent[i])
-		}
-		type issuerRow struct {
-			KID   string
-			Count int
-		}
-		var issuers []issuerRow
-		for _, kid := range e.index.Issuers() {
-			issuers = append(issuers, issuerRow{kid, len(e.index.Entries(kid))})
-		}
-		data["Checkpoint"] = e.cpInfo
-		data["Witnessed"] = e.cfg.Verifier.Witnessed()
-		data["Root"] = hex.EncodeToString(e.cpInfo.Root)
-		data["Note"] = string(e.cp)
-		data["Rows"] = rows
-		data["Issuers"] = issuers
-		data["Bad"] = e.bad
+// code is the status of a page over s: 200 only when s exists and the
+// latest refresh verified.
+func code(s *snapshot, st *status) int {
+	if s == nil || (st != nil && st.err != nil) {
+		return http.StatusBadGateway
 	}
-	render(w, "home", data)
+	return http.StatusOK
+}
+
+// banner is what a page says of the latest refresh, if it failed.
+func banner(st *status) string {
+	if st == nil || st.err == nil {
+		return ""
+	}
+	return st.public
+}
+
+// unavailable answers a page that has no verified view of the log to show.
+func unavailable(w http.ResponseWriter, st *status) {
+	if st == nil {
+		w.Header().Set("Retry-After", retryWaitS)
+		httpError(w, http.StatusServiceUnavailable, "the log is being read; try again in a moment")
+		return
+	}
+	httpError(w, http.StatusBadGateway, "the log could not be read or verified: "+banner(st))
+}
+
+func (e *Explorer) home(w http.ResponseWriter, r *http.Request) {
+	s, st := e.view(r.Context())
+	if s == nil {
+		unavailable(w, st)
+		return
+	}
+	render(w, code(s, st), "home", map[string]any{
+		"Err": banner(st), "Checkpoint": s.cpInfo, "Witnessed": e.cfg.Verifier.Witnessed(),
+		"Root": hex.EncodeToString(s.cpInfo.Root), "Note": string(s.cp), "Rows": s.rows,
+		"Issuers": s.issuers, "MoreIssuers": s.nIssuers - len(s.issuers), "Bad": s.bad, "MoreBad": s.badCount - len(s.bad),
+	})
+}
+
+// fetchSlot waits for a turn to read the log, as long as ctx allows.
+func (e *Explorer) fetchSlot(ctx context.Context) (release func(), ok bool) {
+	select {
+	case e.fetches <- struct{}{}:
+		return func() { <-e.fetches }, true
+	case <-ctx.Done():
+		return nil, false
+	}
 }
 
 func (e *Explorer) entry(w http.ResponseWriter, r *http.Request) {
@@ -184,36 +357,44 @@ func (e *Explorer) entry(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "the entry number is not a number")
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := e.refresh(r.Context()); err != nil && e.cpInfo == nil {
-		httpError(w, http.StatusBadGateway, err.Error())
-		return
-	}
-	if n >= e.cpInfo.Size {
-		httpError(w, http.StatusNotFound, fmt.Sprintf("the log has %d entries", e.cpInfo.Size))
-		return
-	}
 	ctx := r.Context()
-	b, err := client.GetEntryBundle(ctx, e.cfg.Fetcher.ReadEntryBundle, n/256, e.cpInfo.Size)
-	if err != nil || int(n%256) >= len(b.Entries) {
-		httpError(w, http.StatusBadGateway, fmt.Sprintf("reading entry %d: %v", n, err))
+	s, st := e.view(ctx)
+	if s == nil {
+		unavailable(w, st)
 		return
 	}
-	leaf := b.Entries[n%256]
-	pb, err := client.NewProofBuilder(ctx, e.cpInfo.Size, e.cfg.Fetcher.ReadTile)
+	size := s.cpInfo.Size
+	if n >= size {
+		httpError(w, http.StatusNotFound, fmt.Sprintf("the log has %d entries", size))
+		return
+	}
+	release, ok := e.fetchSlot(ctx)
+	if !ok {
+		httpError(w, http.StatusServiceUnavailable, "too many pages are reading the log; try again")
+		return
+	}
+	defer release()
+	leaf, err := audit.ReadLeaf(ctx, e.cfg.Fetcher, n, size)
+	if err != nil {
+		e.cfg.Logger.Warn("explorer entry", "n", n, "err", err)
+		httpError(w, http.StatusBadGateway, fmt.Sprintf("reading entry %d: %s", n, publicError(err)))
+		return
+	}
 	var hashes [][]byte
+	pb, err := audit.NewProofBuilder(ctx, e.cfg.Fetcher, size)
 	if err == nil {
 		hashes, err = pb.InclusionProof(ctx, n)
 	}
-	included := err == nil && proof.VerifyInclusion(rfc6962.DefaultHasher, n, e.cpInfo.Size, rfc6962.DefaultHasher.HashLeaf(leaf), hashes, e.cpInfo.Root) == nil
+	if err != nil {
+		e.cfg.Logger.Warn("explorer inclusion proof", "n", n, "err", err)
+	}
+	included := err == nil && proof.VerifyInclusion(rfc6962.DefaultHasher, n, size, rfc6962.DefaultHasher.HashLeaf(leaf), hashes, s.cpInfo.Root) == nil
 	var pretty bytes.Buffer
 	var entry struct {
 		PublicKey string          `json:"public_key"`
 		Receipt   json.RawMessage `json:"receipt"`
 	}
-	valid := json.Unmarshal(leaf, &entry) == nil
-	if valid {
+	if json.Unmarshal(leaf, &entry) == nil {
 		json.Indent(&pretty, entry.Receipt, "", "  ")
 	}
 	rec, recErr := audit.ParseRecord(n, leaf)
@@ -221,52 +402,88 @@ func (e *Explorer) entry(w http.ResponseWriter, r *http.Request) {
 	for i, h := range hashes {
 		proofText[i] = hex.EncodeToString(h)
 	}
-	render(w, "entry", map[string]any{
-		"N": n, "Size": e.cpInfo.Size, "Included": included, "Proof": proofText, "Receipt": pretty.String(),
+	status := code(s, st)
+	if !included || recErr != nil {
+		status = http.StatusBadGateway
+	}
+	render(w, status, "entry", map[string]any{
+		"Err": banner(st), "N": n, "Size": size, "Included": included, "Proof": proofText, "Receipt": pretty.String(),
 		"PublicKey": entry.PublicKey, "Record": rec, "RecordErr": recErr, "LeafHash": hex.EncodeToString(rfc6962.DefaultHasher.HashLeaf(leaf)),
 	})
 }
 
 func (e *Explorer) issuer(w http.ResponseWriter, r *http.Request) {
 	kid := r.PathValue("kid")
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := e.refresh(r.Context()); err != nil && e.cpInfo == nil {
-		httpError(w, http.StatusBadGateway, err.Error())
+	s, st := e.view(r.Context())
+	if s == nil {
+		unavailable(w, st)
 		return
 	}
-	entries := e.index.Entries(kid)
+	entries := e.index.EntriesBelow(kid, s.cpInfo.Size)
 	if len(entries) == 0 {
 		httpError(w, http.StatusNotFound, "no entry of this issuer in the log")
 		return
 	}
-	// The summary is what an offline verifier of the index would conclude.
-	p, err := e.index.Prove(r.Context(), e.cfg.Fetcher, kid, e.cp)
-	if err != nil {
-		httpError(w, http.StatusBadGateway, err.Error())
-		return
+	// Every entry was verified when the log was read: the summary is what
+	// an offline verifier of the downloaded index concludes.
+	var sum *audit.IndexSummary
+	if len(entries) > cacheFrom {
+		f, _ := s.summaries.LoadOrStore(kid, sync.OnceValue(func() *audit.IndexSummary { return audit.Summarize(entries) }))
+		sum = f.(func() *audit.IndexSummary)()
+	} else {
+		sum = audit.Summarize(entries)
 	}
-	b, _ := json.Marshal(p)
-	sum, err := audit.VerifyIssuerIndex(b, e.cfg.Verifier.LogKey())
-	render(w, "issuer", map[string]any{"KID": kid, "Entries": entries, "Summary": sum, "Err": err, "Size": e.cpInfo.Size})
+	gaps := sum.Gaps
+	if len(gaps) > gapsShown {
+		gaps = gaps[:gapsShown]
+	}
+	shown := entries[max(0, len(entries)-issuerRows):]
+	render(w, code(s, st), "issuer", map[string]any{"Err": banner(st), "KID": kid, "Entries": shown, "Earlier": len(entries) - len(shown),
+		"Summary": sum, "Gaps": gaps, "MoreGaps": len(sum.Gaps) - len(gaps), "Size": s.cpInfo.Size})
 }
 
 func (e *Explorer) issuerIndex(w http.ResponseWriter, r *http.Request) {
 	kid := r.PathValue("kid")
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := e.refresh(r.Context()); err != nil && e.cpInfo == nil {
-		httpError(w, http.StatusBadGateway, err.Error())
+	ctx := r.Context()
+	s, st := e.view(ctx)
+	if s == nil || code(s, st) != http.StatusOK {
+		unavailable(w, st)
 		return
 	}
-	p, err := e.index.Prove(r.Context(), e.cfg.Fetcher, kid, e.cp)
-	if err != nil {
-		httpError(w, http.StatusBadGateway, err.Error())
+	release, ok := e.fetchSlot(ctx)
+	if !ok {
+		httpError(w, http.StatusServiceUnavailable, "too many pages are reading the log; try again")
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Disposition", `attachment; filename="issuer-index.json"`)
-	json.NewEncoder(w).Encode(p)
+	defer release()
+	lw := &lazyHeader{w: w}
+	started, err := audit.WriteIndexProof(ctx, lw, e.cfg.Fetcher, kid, s.cp, s.cpInfo.Size, e.index.EntriesBelow(kid, s.cpInfo.Size))
+	if err == nil {
+		return
+	}
+	e.cfg.Logger.Warn("explorer index", "issuer", kid, "err", err)
+	if !started {
+		httpError(w, http.StatusBadGateway, "proving the index: "+publicError(err))
+		return
+	}
+	// Part of the index is sent: cut the response, so that no client takes
+	// it for the whole.
+	panic(http.ErrAbortHandler)
+}
+
+// lazyHeader sets the index download's headers at its first write.
+type lazyHeader struct {
+	w       http.ResponseWriter
+	written bool
+}
+
+func (l *lazyHeader) Write(b []byte) (int, error) {
+	if !l.written {
+		l.written = true
+		l.w.Header().Set("Content-Type", "application/json")
+		l.w.Header().Set("Content-Disposition", indexPrefix)
+	}
+	return l.w.Write(b)
 }
 
 //go:embed page.html
@@ -281,13 +498,14 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	},
 }).Parse(pageHTML))
 
-func render(w http.ResponseWriter, name string, data map[string]any) {
+func render(w http.ResponseWriter, code int, name string, data map[string]any) {
 	var b bytes.Buffer
 	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
 		httpError(w, http.StatusInternalServerError, "rendering the page failed")
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
 	w.Write(b.Bytes())
 }
 

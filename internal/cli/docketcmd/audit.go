@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/transparency-dev/tessera/client"
-
 	"github.com/docketlog/docket/audit"
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/receipts"
@@ -40,11 +38,13 @@ Findings, one line each (-json: one object each), each with an evidence
 file where the log's own signatures prove it:
     invalid_receipt      a presented receipt fails verification
     dropped              presented, but not in the log
-    withheld             in the log, but not presented
+    withheld             in the log, but not presented (one per session, with a count)
     equivocation         two receipts for one issuer and (session) sequence
     issuer_sequence_gap  the issuer's logged receipts skip a number
     chain_break, unlinked_execution, executed_deny, bad_entry, root_mismatch
     open_session         (notice) a session without session_end
+At most 100 findings of a kind are listed with evidence; one more counts the
+rest (narrow with -issuer and -session to list them).
 
 Options:
     -log URL|DIR          the log's URL prefix, or its POSIX storage directory
@@ -58,7 +58,8 @@ Options:
     -json                 one JSON object per finding
 
 Exit status: 0 no finding, 1 some finding, 2 undecidable (no trusted key,
-unreachable log, a checkpoint that does not verify).
+unreachable log, a checkpoint that does not verify, a tile or bundle larger
+than tlog-tiles allows).
 
 Examples:
     docket audit -log https://log.example -log-key "$VKEY" -witness-policy w.policy -key-file issuer.pub .docket
@@ -113,7 +114,7 @@ func newFetcher(loc string) (audit.Fetcher, error) {
 	if fi, err := os.Stat(loc); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("-log %s: neither an http(s) URL nor a directory", loc)
 	}
-	return client.FileFetcher{Root: loc}, nil
+	return audit.FileFetcher{Root: loc}, nil
 }
 
 // readCheckpoint reads and verifies the log's checkpoint.
@@ -264,7 +265,7 @@ func readPresented(paths []string) ([]audit.Chain, *bundle, error) {
 		dir := p
 		if m, err := os.ReadFile(filepath.Join(p, bundleManifest)); err == nil {
 			b = &bundle{dir: p}
-			if err := json.Unmarshal(m, b); err != nil {
+			if err := receipts.UnmarshalStrict(m, b); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", filepath.Join(p, bundleManifest), err)
 			}
 		} else if _, err := os.Stat(filepath.Join(p, store.DirName)); err == nil {
@@ -301,8 +302,11 @@ receipts for one position; a withheld receipt when it is in the log.
 Absences (a gap, a dropped receipt) are shown by a scan, not a file: such a
 file proves only that its entries are in the log.
 
+A file with two members whose names differ only in case, or a member
+evidence does not define, is malformed.
+
 Exit status: 0 no file proves misbehaviour, 1 some file proves it, 2 some
-file is malformed or does not verify.
+file is malformed, of a kind this docket does not know, or does not verify.
 `
 
 func runVerifyEvidence(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -357,7 +361,11 @@ func securityReport(ev *audit.Evidence, msg string) string {
 		fmt.Fprintf(&b, "consistency proof:\n%s\n", indentText(strings.Join(ev.ConsistencyProof, "\n")))
 	}
 	for _, e := range ev.Entries {
-		fmt.Fprintf(&b, "entry %d:\n%s\n", e.Index, indentText(e.Leaf))
+		leaf := e.Leaf
+		if e.LeafBase64 != "" {
+			leaf = "(not UTF-8; base64) " + e.LeafBase64
+		}
+		fmt.Fprintf(&b, "entry %d:\n%s\n", e.Index, indentText(leaf))
 	}
 	return b.String()
 }
@@ -402,7 +410,11 @@ func runVerifyIndex(_ context.Context, args []string, _ io.Reader, stdout, stder
 	fmt.Fprintf(stdout, "%d entries verified; issuer_sequence complete up to %d; the issuer's latest checkpoint counts %d; %d without issuer_sequence\n",
 		s.Entries, s.Complete, s.HighWater, s.Legacy)
 	if len(s.Gaps) > 0 {
-		fmt.Fprintf(stdout, "missing issuer_sequence: %v\n", s.Gaps)
+		// One line per run of missing numbers, however long.
+		fmt.Fprintf(stdout, "missing issuer_sequence: %d runs\n", len(s.Gaps))
+		for _, g := range s.Gaps {
+			fmt.Fprintf(stdout, "    %s\n", g)
+		}
 		return 1
 	}
 	return 0

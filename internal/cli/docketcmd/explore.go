@@ -39,11 +39,13 @@ func runExplore(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	e, err := explorer.New(explorer.Config{Fetcher: f, Verifier: v, Logger: logger})
+	// Refreshes run under ctx, not under the request that prompts one.
+	e, err := explorer.New(ctx, explorer.Config{Fetcher: f, Verifier: v, Logger: logger})
 	if err != nil {
 		errorf(stderr, "explore: %v", err)
 		return 2
 	}
+	go e.Refresh(ctx) // the first view of the log, before the first page asks
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		errorf(stderr, "explore: %v", err)

@@ -27,8 +27,10 @@ DIR/evidence.
 
 Alerts are JSON lines on stdout and "docket: alert:" lines on stderr; kinds:
 fork, witness_split_view, root_mismatch, bad_entry, equivocation,
-chain_break, issuer_sequence_gap, unknown_issuer (with -jwks), stale_log
-(with -stale), deny_decision (with -alert-deny, a notice).
+chain_break, issuer_sequence_gap, unknown_issuer (with -jwks: one per issuer
+and poll, with a count), stale_log (with -stale), deny_decision (with
+-alert-deny, a notice). A poll lists at most 100 alerts of a kind and counts
+the rest in one more.
 
 Options:
     -state DIR        the monitor's state and evidence (created if missing)
