@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/docketlog/docket/internal/strictjson"
 )
 
 // Spec is the receipts draft Docket implements.
@@ -113,7 +115,7 @@ func SignCanonical(key ed25519.PrivateKey, payload []byte) []byte {
 	b = append(b, `{"payload":`...)
 	b = append(b, payload...)
 	b = append(b, `,"signature":{"alg":"EdDSA","kid":`...)
-	b = appendString(b, kid)
+	b = strictjson.AppendString(b, kid)
 	b = append(b, `,"sig":"`...)
 	b = hex.AppendEncode(b, sig)
 	return append(b, `"}}`...)

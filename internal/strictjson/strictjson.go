@@ -1,15 +1,23 @@
-// Package strictjson closes the gap between a strict JSON parser
-// (receipts.Parse: no duplicate member names, valid UTF-8, bounded) and
-// the decoders that read the same bytes afterwards.
+// Package strictjson is Docket's one strict JSON implementation: the
+// parser of untrusted documents ([Parse]: no duplicate member names, valid
+// UTF-8 and no lone surrogates, bounded size and depth, numbers kept as
+// written), RFC 8785 canonicalization ([Canonicalize], JCS), and the checks
+// that close the gap between that parser and the decoders that read the
+// same bytes afterwards.
 //
 // encoding/json matches an object's member names to struct fields without
 // regard to case ("X" fills the field tagged "x", and of "x" and "X" the
 // last one wins), and so do other decoders. A signed or evidence document
 // holding two members whose names differ only in case therefore means one
 // thing to a verifier that reads the exact name and another to one that
-// decodes into a struct. [CheckFold] refuses such documents, and [Decode]
+// decodes into a struct. [Fold] is the one case folding every such check
+// uses: [CheckFold] and [ParseDocument] refuse such documents, [Decode]
 // fills a struct from an already parsed document by exact names only, so a
-// verifier decodes a document once.
+// verifier decodes a document once, and [Unmarshal] is json.Unmarshal
+// behind the same refusals.
+//
+// The package is internal to the module: the receipts package re-exports
+// Parse, ParseObject and Canonicalize for third parties.
 package strictjson
 
 import (
@@ -18,8 +26,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
 // A FoldError reports two members of one object whose names are equal
@@ -38,11 +44,11 @@ func (e *FoldError) Error() string {
 }
 
 // CheckFold returns a *FoldError for the first object in v (a document as
-// receipts.Parse returns it: maps, slices, strings, json.Number, bools and
-// nil) with two members whose names are equal under the case folding
-// encoding/json matches field names with (ASCII letters, and each other
-// rune as unicode.ToUpper(unicode.ToLower(r)), so that "K" and the Kelvin
-// sign U+212A are one name).
+// Parse returns it: maps, slices, strings, json.Number, bools and nil) with
+// two members whose names are equal under [Fold], which includes the
+// folding encoding/json matches field names with (ASCII letters, and each
+// other rune as unicode.ToUpper(unicode.ToLower(r)), so that "K" and the
+// Kelvin sign U+212A are one name).
 func CheckFold(v any) error {
 	return checkFold("", v)
 }
@@ -50,17 +56,10 @@ func CheckFold(v any) error {
 func checkFold(path string, v any) error {
 	switch v := v.(type) {
 	case map[string]any:
-		seen := make(map[string]string, len(v))
+		if a, b, dup := foldDuplicate(v); dup {
+			return &FoldError{Path: path, A: a, B: b}
+		}
 		for k, e := range v {
-			f := fold(k)
-			if other, dup := seen[f]; dup {
-				a, b := other, k
-				if a > b {
-					a, b = b, a
-				}
-				return &FoldError{Path: path, A: a, B: b}
-			}
-			seen[f] = k
 			if err := checkFold(join(path, k), e); err != nil {
 				return err
 			}
@@ -80,28 +79,6 @@ func join(path, k string) string {
 		return k
 	}
 	return path + "." + k
-}
-
-// fold is encoding/json's foldName: two names are matched to one field
-// exactly when their folds are equal.
-func fold(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if 'a' <= c && c <= 'z' {
-				c -= 'a' - 'A'
-			}
-			b.WriteByte(c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		b.WriteRune(unicode.ToUpper(unicode.ToLower(r)))
-		i += n
-	}
-	return b.String()
 }
 
 // Unknown says what Decode does with members no field names.
@@ -144,10 +121,10 @@ func decodeStruct(path string, obj map[string]any, sv reflect.Value, unknown Unk
 		case "":
 			name = f.Name
 		}
-		names[fold(name)] = i
+		names[Fold(name)] = i
 	}
 	for k, v := range obj {
-		i, ok := names[fold(k)]
+		i, ok := names[Fold(k)]
 		if !ok {
 			if unknown == DisallowUnknown {
 				return fmt.Errorf("%s is not a known member", join(path, k))
