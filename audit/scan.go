@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -42,10 +41,12 @@ type Record struct {
 	Payload
 }
 
-// Payload holds the members of a Docket payload that an audit reads. A
-// string member longer than MaxMember bytes, which no Docket issuer writes,
-// is kept clipped (see Clip), so that what a reader keeps of an entry does
-// not grow with what its issuer put in it.
+// Payload holds the members of a Docket payload that an audit reads, built
+// from receipts.Payload: a compact form, for an audit keeps one per logged
+// receipt. A string member longer than MaxMember bytes, which no Docket
+// issuer writes, is kept clipped (see Clip), so that what a reader keeps of
+// an entry does not grow with what its issuer put in it, and members with
+// few distinct values are interned.
 type Payload struct {
 	Type                string `json:"type"`
 	IssuedAt            string `json:"issued_at"`
@@ -259,41 +260,39 @@ func parseBundle(b client.Bundle) parsedBundle {
 // kid, Ed25519 signature) and returns its record.
 func ParseRecord(idx uint64, leaf []byte) (*Record, error) { return parseRecord(idx, leaf) }
 
-// parseRecord verifies one log entry and reads the members an audit needs
-// from the payload the entry's parser already built.
+// parseRecord verifies one log entry and keeps what an audit needs of its
+// typed payload (receipts.Entry.Open).
 func parseRecord(idx uint64, leaf []byte) (*Record, error) {
 	e, err := receipts.ParseEntry(leaf)
 	if err != nil {
 		return nil, err
 	}
+	rc, err := e.Open()
+	if err != nil {
+		return nil, err
+	}
 	return &Record{
 		Index:   idx,
-		Hash:    receipts.ChainHash(e.Receipt),
+		Hash:    rc.Hash,
 		Issuer:  unique.Make(e.KID).Value(),
 		Session: unique.Make(Clip(e.SessionID)).Value(),
-		Payload: payloadFrom(e.Payload),
+		Payload: payloadFrom(&rc.Payload),
 	}, nil
 }
 
-// payloadFrom reads the members of a parsed payload; a member of the
-// wrong type reads as absent.
-func payloadFrom(m map[string]any) Payload {
-	str := func(k string) string { s, _ := m[k].(string); return Clip(s) }
+// payloadFrom keeps the members of a receipt's payload an audit reads,
+// string members clipped.
+func payloadFrom(p *receipts.Payload) Payload {
 	// Members with few distinct values are interned, so that a view of a
 	// million receipts holds one copy of each, not a million.
-	few := func(k string) string { return unique.Make(str(k)).Value() }
-	num := func(k string) int64 {
-		n, _ := m[k].(json.Number)
-		i, _ := n.Int64()
-		return i
-	}
+	few := func(s string) string { return unique.Make(Clip(s)).Value() }
 	return Payload{
-		Type: few("type"), IssuedAt: str("issued_at"), Sequence: num("sequence"),
-		PreviousReceiptHash: str("previousReceiptHash"), HookEvent: few("hook_event"), ToolName: few("tool_name"),
-		ToolUseID: str("tool_use_id"), ToolInputHash: str("tool_input_hash"), Decision: few("decision"),
-		Reason: few("reason"), DecisionReceiptHash: str("decision_receipt_hash"), LifecycleEvent: few("lifecycle_event"),
-		IssuerSequence: num("issuer_sequence"), FinalSequence: num("final_sequence"), HeadHash: str("head_hash"),
-		IssuerHighWater: num("issuer_high_water"),
+		Type: few(p.Type), IssuedAt: Clip(p.IssuedAt), Sequence: p.Sequence,
+		PreviousReceiptHash: Clip(p.PreviousReceiptHash), HookEvent: few(p.HookEvent), ToolName: few(p.ToolName),
+		ToolUseID: Clip(p.ToolUseID), ToolInputHash: Clip(p.ToolInputHash), Decision: few(p.Decision),
+		Reason: few(p.Reason), DecisionReceiptHash: Clip(p.DecisionReceiptHash), LifecycleEvent: few(p.LifecycleEvent),
+		IssuerSequence: p.IssuerSequence, FinalSequence: p.FinalSequence, HeadHash: Clip(p.HeadHash),
+		IssuerHighWater: p.IssuerHighWater,
 	}
 }
 

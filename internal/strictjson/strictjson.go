@@ -96,7 +96,8 @@ const (
 // whose name folds to a field's without being it is refused, as is, with
 // DisallowUnknown, any member no field names. Fields may be strings, bools,
 // integers (from integer literals that fit), pointers to those, structs and
-// pointers to structs (from objects), and any (the parsed value as is). A
+// pointers to structs (from objects), slices of those (from arrays), types
+// whose pointer is an [Unmarshaler], and any (the parsed value as is). A
 // null member leaves its field as it is.
 func Decode(obj map[string]any, dst any, unknown Unknown) error {
 	rv := reflect.ValueOf(dst)
@@ -149,8 +150,38 @@ func decodeStruct(path string, obj map[string]any, sv reflect.Value, unknown Unk
 	return nil
 }
 
+// An Unmarshaler decodes itself from a value as Parse returns it, for a
+// member that is not one of the kinds Decode fills.
+type Unmarshaler interface {
+	UnmarshalParsed(v any) error
+}
+
+var unmarshalerParsed = reflect.TypeFor[Unmarshaler]()
+
 func decodeValue(path string, v any, fv reflect.Value, unknown Unknown) error {
+	if fv.CanAddr() && fv.Addr().Type().Implements(unmarshalerParsed) {
+		if err := fv.Addr().Interface().(Unmarshaler).UnmarshalParsed(v); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	}
 	switch fv.Kind() {
+	case reflect.Slice:
+		a, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("%s must be an array", path)
+		}
+		out := reflect.MakeSlice(fv.Type(), len(a), len(a))
+		for i, e := range a {
+			if e == nil {
+				return fmt.Errorf("%s[%d] must not be null", path, i)
+			}
+			if err := decodeValue(fmt.Sprintf("%s[%d]", path, i), e, out.Index(i), unknown); err != nil {
+				return err
+			}
+		}
+		fv.Set(out)
+		return nil
 	case reflect.Pointer:
 		p := reflect.New(fv.Type().Elem())
 		if err := decodeValue(path, v, p.Elem(), unknown); err != nil {
