@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // A FoldError reports two members of one object whose names are equal
@@ -107,9 +108,21 @@ func Decode(obj map[string]any, dst any, unknown Unknown) error {
 	return decodeStruct("", obj, rv.Elem(), unknown)
 }
 
-func decodeStruct(path string, obj map[string]any, sv reflect.Value, unknown Unknown) error {
-	st := sv.Type()
-	names := make(map[string]int, st.NumField())
+// A field is a struct field Decode fills: its index and exact name.
+type field struct {
+	index int
+	name  string
+}
+
+// fieldsByFold maps a struct type to its fields by the fold of their
+// names, and by their names where no fold is that name.
+var fieldsByFold sync.Map // reflect.Type → map[string]field
+
+func fieldsOf(st reflect.Type) map[string]field {
+	if m, ok := fieldsByFold.Load(st); ok {
+		return m.(map[string]field)
+	}
+	names := make(map[string]field, st.NumField())
 	for i := range st.NumField() {
 		f := st.Field(i)
 		if !f.IsExported() {
@@ -122,28 +135,37 @@ func decodeStruct(path string, obj map[string]any, sv reflect.Value, unknown Unk
 		case "":
 			name = f.Name
 		}
-		names[Fold(name)] = i
+		names[Fold(name)] = field{i, name}
 	}
+	for _, f := range names {
+		if _, ok := names[f.name]; !ok {
+			names[f.name] = f
+		}
+	}
+	fieldsByFold.Store(st, names)
+	return names
+}
+
+func decodeStruct(path string, obj map[string]any, sv reflect.Value, unknown Unknown) error {
+	names := fieldsOf(sv.Type())
 	for k, v := range obj {
-		i, ok := names[Fold(k)]
+		f, ok := names[k] // a field's own name, as Docket writes it
+		if !ok || f.name != k {
+			f, ok = names[Fold(k)]
+		}
 		if !ok {
 			if unknown == DisallowUnknown {
 				return fmt.Errorf("%s is not a known member", join(path, k))
 			}
 			continue
 		}
-		f := st.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" {
-			name = f.Name
-		}
-		if k != name {
-			return fmt.Errorf("member %q is not %q: names are exact", join(path, k), name)
+		if k != f.name {
+			return fmt.Errorf("member %q is not %q: names are exact", join(path, k), f.name)
 		}
 		if v == nil {
 			continue
 		}
-		if err := decodeValue(join(path, k), v, sv.Field(i), unknown); err != nil {
+		if err := decodeValue(join(path, k), v, sv.Field(f.index), unknown); err != nil {
 			return err
 		}
 	}
