@@ -10,6 +10,7 @@ import (
 
 	"github.com/transparency-dev/tessera/client"
 
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -134,14 +135,14 @@ func compare(v *View, chains []Chain, presented map[string]bool, out *findingLis
 			if _, ok := v.byHash[h]; ok {
 				continue
 			}
-			// Read as receipts are read (by exact member names); checkChain
-			// reports a receipt Open refuses, which shows here with what
-			// could not be read left empty.
-			var p receipts.Payload
-			if rc, err := receipts.Open(r, nil); err == nil {
-				p = rc.Payload
-			}
-			rec := &Record{Issuer: p.IssuerID, Session: Clip(p.SessionID), Payload: payloadFrom(&p)}
+			// Members by their exact names: the strict parser, not
+			// encoding/json, which matches them case-insensitively.
+			doc, _ := strictjson.ParseObject(r)
+			payload, _ := doc["payload"].(map[string]any)
+			p := payloadFrom(payload)
+			issuer, _ := payload["issuer_id"].(string)
+			session, _ := payload["session_id"].(string)
+			rec := &Record{Issuer: issuer, Session: Clip(session), Payload: p}
 			if !v.selected(rec) {
 				continue
 			}

@@ -181,15 +181,7 @@ func parseCheckpoint(text string, logKey note.Verifier) (*f_log.Checkpoint, erro
 	return cp, nil
 }
 
-// payloadOf reads an entry's typed payload; one that does not read (a
-// member of the wrong type) is empty, which no claim is proven from.
-func payloadOf(e *receipts.Entry) Payload {
-	rc, err := e.Open()
-	if err != nil {
-		return Payload{}
-	}
-	return payloadFrom(&rc.Payload)
-}
+func payloadOf(e *receipts.Entry) Payload { return payloadFrom(e.Payload) }
 
 func unb64s(ss []string) ([][]byte, error) {
 	out := make([][]byte, len(ss))

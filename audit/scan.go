@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -41,12 +42,18 @@ type Record struct {
 	Payload
 }
 
-// Payload holds the members of a Docket payload that an audit reads, built
-// from receipts.Payload: a compact form, for an audit keeps one per logged
-// receipt. A string member longer than MaxMember bytes, which no Docket
-// issuer writes, is kept clipped (see Clip), so that what a reader keeps of
-// an entry does not grow with what its issuer put in it, and members with
-// few distinct values are interned.
+// Payload holds the members of a Docket payload that an audit reads. A
+// string member longer than MaxMember bytes, which no Docket issuer writes,
+// is kept clipped (see Clip), so that what a reader keeps of an entry does
+// not grow with what its issuer put in it, and members with few distinct
+// values are interned: an audit keeps one per logged receipt.
+//
+// It is read from the payload receipts.ParseEntry parsed, not through
+// receipts.Open, on purpose: the log admits any draft-04 envelope its
+// signature covers, so a member of the wrong type, or an integer past
+// int64 (receipts.Sign's JCS writes issuer_sequence 2^63-1 as 2^63), reads
+// as absent or clamped, and an entry the log rightly admitted is never
+// reported as one it should have refused.
 type Payload struct {
 	Type                string `json:"type"`
 	IssuedAt            string `json:"issued_at"`
@@ -260,39 +267,41 @@ func parseBundle(b client.Bundle) parsedBundle {
 // kid, Ed25519 signature) and returns its record.
 func ParseRecord(idx uint64, leaf []byte) (*Record, error) { return parseRecord(idx, leaf) }
 
-// parseRecord verifies one log entry and keeps what an audit needs of its
-// typed payload (receipts.Entry.Open).
+// parseRecord verifies one log entry and reads the members an audit needs
+// from the payload the entry's parser already built.
 func parseRecord(idx uint64, leaf []byte) (*Record, error) {
 	e, err := receipts.ParseEntry(leaf)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := e.Open()
-	if err != nil {
-		return nil, err
-	}
 	return &Record{
 		Index:   idx,
-		Hash:    rc.Hash,
+		Hash:    receipts.ChainHash(e.Receipt),
 		Issuer:  unique.Make(e.KID).Value(),
 		Session: unique.Make(Clip(e.SessionID)).Value(),
-		Payload: payloadFrom(&rc.Payload),
+		Payload: payloadFrom(e.Payload),
 	}, nil
 }
 
-// payloadFrom keeps the members of a receipt's payload an audit reads,
-// string members clipped.
-func payloadFrom(p *receipts.Payload) Payload {
+// payloadFrom reads the members of a parsed payload; a member of the
+// wrong type reads as absent.
+func payloadFrom(m map[string]any) Payload {
+	str := func(k string) string { s, _ := m[k].(string); return Clip(s) }
 	// Members with few distinct values are interned, so that a view of a
 	// million receipts holds one copy of each, not a million.
-	few := func(s string) string { return unique.Make(Clip(s)).Value() }
+	few := func(k string) string { return unique.Make(str(k)).Value() }
+	num := func(k string) int64 {
+		n, _ := m[k].(json.Number)
+		i, _ := n.Int64()
+		return i
+	}
 	return Payload{
-		Type: few(p.Type), IssuedAt: Clip(p.IssuedAt), Sequence: p.Sequence,
-		PreviousReceiptHash: Clip(p.PreviousReceiptHash), HookEvent: few(p.HookEvent), ToolName: few(p.ToolName),
-		ToolUseID: Clip(p.ToolUseID), ToolInputHash: Clip(p.ToolInputHash), Decision: few(p.Decision),
-		Reason: few(p.Reason), DecisionReceiptHash: Clip(p.DecisionReceiptHash), LifecycleEvent: few(p.LifecycleEvent),
-		IssuerSequence: p.IssuerSequence, FinalSequence: p.FinalSequence, HeadHash: Clip(p.HeadHash),
-		IssuerHighWater: p.IssuerHighWater,
+		Type: few("type"), IssuedAt: str("issued_at"), Sequence: num("sequence"),
+		PreviousReceiptHash: str("previousReceiptHash"), HookEvent: few("hook_event"), ToolName: few("tool_name"),
+		ToolUseID: str("tool_use_id"), ToolInputHash: str("tool_input_hash"), Decision: few("decision"),
+		Reason: few("reason"), DecisionReceiptHash: str("decision_receipt_hash"), LifecycleEvent: few("lifecycle_event"),
+		IssuerSequence: num("issuer_sequence"), FinalSequence: num("final_sequence"), HeadHash: str("head_hash"),
+		IssuerHighWater: num("issuer_high_water"),
 	}
 }
 
