@@ -10,6 +10,7 @@ import (
 
 	"github.com/transparency-dev/tessera/client"
 
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -136,7 +137,7 @@ func compare(v *View, chains []Chain, presented map[string]bool, out *findingLis
 			}
 			// Members by their exact names: the strict parser, not
 			// encoding/json, which matches them case-insensitively.
-			doc, _ := receipts.ParseObject(r)
+			doc, _ := strictjson.ParseObject(r)
 			payload, _ := doc["payload"].(map[string]any)
 			p := payloadFrom(payload)
 			issuer, _ := payload["issuer_id"].(string)

@@ -11,6 +11,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -204,7 +205,7 @@ func mustB64(s string) []byte {
 // a file must say one thing to every reader.
 func ParseEvidence(b []byte) (*Evidence, error) {
 	var ev Evidence
-	if err := receipts.UnmarshalStrict(b, &ev); err != nil {
+	if err := strictjson.Unmarshal(b, &ev); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadEvidence, err)
 	}
 	if ev.Kind == "" {

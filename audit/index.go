@@ -14,7 +14,7 @@ import (
 	"github.com/transparency-dev/tessera/client"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/internal/strictjson"
 )
 
 // An IssuerIndex lists, for each issuer, the log entries it signed, in log
@@ -347,7 +347,7 @@ func missing(seqs []int64, top int64) []Gap {
 // not verify.
 func VerifyIssuerIndex(b []byte, logKey note.Verifier) (*IndexSummary, error) {
 	var p IssuerIndexProof
-	if err := receipts.UnmarshalStrict(b, &p); err != nil {
+	if err := strictjson.Unmarshal(b, &p); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadEvidence, err)
 	}
 	cp, err := parseCheckpoint(p.Checkpoint, logKey)

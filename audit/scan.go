@@ -45,7 +45,15 @@ type Record struct {
 // Payload holds the members of a Docket payload that an audit reads. A
 // string member longer than MaxMember bytes, which no Docket issuer writes,
 // is kept clipped (see Clip), so that what a reader keeps of an entry does
-// not grow with what its issuer put in it.
+// not grow with what its issuer put in it, and members with few distinct
+// values are interned: an audit keeps one per logged receipt.
+//
+// It is read from the payload receipts.ParseEntry parsed, not through
+// receipts.Open, on purpose: the log admits any draft-04 envelope its
+// signature covers, so a member of the wrong type, or an integer past
+// int64 (receipts.Sign's JCS writes issuer_sequence 2^63-1 as 2^63), reads
+// as absent or clamped, and an entry the log rightly admitted is never
+// reported as one it should have refused.
 type Payload struct {
 	Type                string `json:"type"`
 	IssuedAt            string `json:"issued_at"`

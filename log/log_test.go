@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -442,5 +443,25 @@ func TestNewWitnessPolicy(t *testing.T) {
 				l.Close(t.Context())
 			}
 		})
+	}
+}
+
+// TestAddFoldedMembers checks that the log refuses, as a malformed entry,
+// a signed receipt whose payload holds two members whose names differ only
+// in case ("tool_name" and "Tool_name"): a verifier built on encoding/json
+// would read another tool than Docket's exact reading does.
+func TestAddFoldedMembers(t *testing.T) {
+	l, _ := newTestLog(t, t.TempDir(), nil)
+	defer l.Close(context.Background())
+	priv, _ := receipts.GenerateKey()
+	pub := priv.Public().(ed25519.PublicKey)
+	payload, err := receipts.CanonicalizeJSON([]byte(`{"Tool_name":"rm","issued_at":"2026-11-21T12:00:00.000Z","issuer_id":"` +
+		receipts.KID(pub) + `","session_id":"s","spec":"` + receipts.Spec + `","tool_name":"Bash","type":"protectmcp:decision"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := []byte(`{"public_key":"` + hex.EncodeToString(pub) + `","receipt":` + string(receipts.SignCanonical(priv, payload)) + `}`)
+	if r, err := l.Add(t.Context(), entry); !errors.Is(err, receipts.ErrMalformedEntry) {
+		t.Errorf("Add(entry with tool_name and Tool_name) = %+v, %v; want ErrMalformedEntry", r, err)
 	}
 }

@@ -9,10 +9,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
-	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/internal/strictjson"
 )
 
 // One reading. The relay decides on its own parse of a message and
@@ -33,7 +32,7 @@ import (
 //     integers exactly: numbers must be exact in both, I-JSON's range.
 //
 // A reading scans the bytes once, without building values, so the same
-// code checks client messages (parsed strictly by receipts.Parse as well)
+// code checks client messages (parsed strictly by strictjson.Parse as well)
 // and server messages of any length.
 
 // maxScanDepth bounds the nesting the scanner follows.
@@ -626,37 +625,21 @@ func decimal(lit string) (neg bool, mant string, exp int, ok bool) {
 	return neg, t, exp, true
 }
 
-// foldRune maps r to one rune of its class under the case folding of the
-// case-insensitive decoders: Go's encoding/json (unicode.SimpleFold's
-// orbits: ſ with s, K with k), .NET (upper case: ı with i) and lower then
-// upper case (İ with i).
-func foldRune(r rune) rune {
-	if r < utf8.RuneSelf {
-		if 'a' <= r && r <= 'z' {
-			r -= 'a' - 'A'
-		}
-		return r
-	}
-	r = unicode.ToUpper(unicode.ToLower(r))
-	for {
-		r2 := unicode.SimpleFold(r)
-		if r2 <= r {
-			return r2
-		}
-		r = r2
-	}
-}
-
 // foldKey returns the form of name that every case-insensitive decoder
-// reads alike: runes folded, '_' and '-' dropped (encoding/json/v2's
-// case-insensitive matching ignores them).
+// reads alike: runes folded by strictjson.FoldRune, the project's one case
+// folding, and '_' and '-' dropped, because encoding/json/v2's
+// case-insensitive matching ignores them. The relay drops them and signed
+// documents (strictjson.Fold) do not: the relay answers for how any
+// server's decoder, configured as MCP SDKs configure it, routes a message,
+// while a receipt or an evidence file is read by verifiers that match
+// names exactly or as encoding/json does by default.
 func foldKey(name string) string {
 	b := make([]byte, 0, len(name))
 	for _, r := range name {
 		if r == '_' || r == '-' {
 			continue
 		}
-		b = utf8.AppendRune(b, foldRune(r))
+		b = utf8.AppendRune(b, strictjson.FoldRune(r))
 	}
 	return string(b)
 }
@@ -675,7 +658,7 @@ func foldEqual(a, b string) bool {
 		}
 		ra, na := utf8.DecodeRuneInString(a)
 		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb && foldRune(ra) != foldRune(rb) {
+		if ra != rb && strictjson.FoldRune(ra) != strictjson.FoldRune(rb) {
 			return false
 		}
 		a, b = a[na:], b[nb:]
@@ -734,7 +717,7 @@ func validID(raw []byte) []byte {
 	if len(raw) == 0 {
 		return nil
 	}
-	v, err := receipts.Parse(raw)
+	v, err := strictjson.Parse(raw)
 	if err != nil {
 		return nil
 	}
@@ -748,7 +731,7 @@ func validID(raw []byte) []byte {
 	default:
 		return nil
 	}
-	b, err := receipts.Canonicalize(v)
+	b, err := strictjson.Canonicalize(v)
 	if err != nil {
 		return nil
 	}

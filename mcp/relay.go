@@ -49,8 +49,8 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/gate"
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/pic"
-	"github.com/docketlog/docket/receipts"
 )
 
 // DeniedCode is the JSON-RPC error code of a denial under Config.DenyAsError,
@@ -65,7 +65,7 @@ const (
 )
 
 // DefaultMaxLine is the default cap on a client message, in bytes.
-const DefaultMaxLine = receipts.MaxDocumentSize
+const DefaultMaxLine = strictjson.MaxDocumentSize
 
 // Config configures a relay.
 type Config struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/gate"
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
 )
@@ -60,7 +61,7 @@ func readGated(cm *clientMsg, rd *reading, tool string) (*clientMsg, *refusal) {
 	c.args = maps.Clone(params)
 	delete(c.args, "_meta")
 	var err error
-	if c.input, err = receipts.Canonicalize(c.args); err != nil {
+	if c.input, err = strictjson.Canonicalize(c.args); err != nil {
 		return no(cm.method + " params: " + err.Error())
 	}
 	c.ci.inputHash = sha256Ref(c.input)

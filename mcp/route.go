@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
@@ -125,7 +126,7 @@ func readClient(line []byte, t *tools) (*clientMsg, *refusal) {
 	if rd.batch {
 		return no("JSON-RPC batches are not relayed (MCP removed them in 2025-06-18); send each message on its own")
 	}
-	v, perr := receipts.Parse(body)
+	v, perr := strictjson.Parse(body)
 	switch {
 	case perr != nil:
 		return no("the message is not strictly valid JSON (" + perr.Error() + ")")
@@ -213,14 +214,14 @@ func readCall(cm *clientMsg, rd *reading, t *tools) (*clientMsg, *refusal) {
 		p["arguments"] = c.args
 		m := maps.Clone(cm.m)
 		m["params"] = p
-		out, err := receipts.Canonicalize(m)
+		out, err := strictjson.Canonicalize(m)
 		if err != nil {
 			return no("tools/call: " + err.Error())
 		}
 		cm.line = out
 	}
 	var err error
-	if c.input, err = receipts.Canonicalize(c.args); err != nil {
+	if c.input, err = strictjson.Canonicalize(c.args); err != nil {
 		return no("tools/call arguments: " + err.Error())
 	}
 	c.ci.inputHash = sha256Ref(c.input) // receipts.HashJSON(args), without canonicalizing twice
@@ -313,7 +314,7 @@ func answerID(ms []member) []byte {
 // tools/call: a member that folds like method names it.
 func callLike(ms []member) bool {
 	for _, m := range foldedMembers(ms, "method") {
-		if v, err := receipts.Parse(m.raw); err == nil && v == "tools/call" {
+		if v, err := strictjson.Parse(m.raw); err == nil && v == "tools/call" {
 			return true
 		}
 	}
@@ -322,7 +323,7 @@ func callLike(ms []member) bool {
 
 // idKey returns the JCS form of a parsed request id (see validID), or nil.
 func idKey(v any) []byte {
-	b, err := receipts.Canonicalize(v)
+	b, err := strictjson.Canonicalize(v)
 	if err != nil {
 		return nil
 	}
@@ -487,7 +488,7 @@ func readServer(msg *serverLine) serverView {
 		// A request or a notification of the server's.
 		sv.drop = rd.routedAmbiguous
 		if raw, _ := rd.member("method"); sv.drop == "" {
-			if v, _ := receipts.Parse(raw); v == "" || v == nil {
+			if v, _ := strictjson.Parse(raw); v == "" || v == nil {
 				sv.drop = "a request whose method is not a non-empty string" // some read it as a response
 			} else if _, ok := v.(string); !ok {
 				sv.drop = "a request whose method is not a non-empty string"
@@ -517,8 +518,8 @@ func readServer(msg *serverLine) serverView {
 		sv.refused = "error is not an object"
 	}
 	sv.failed = hasError || rd.isError == "t"
-	if sv.refused == "" && msg.file == nil && len(msg.data) <= receipts.MaxDocumentSize {
-		sv.v, _ = receipts.ParseObject(bytes.TrimSpace(msg.data))
+	if sv.refused == "" && msg.file == nil && len(msg.data) <= strictjson.MaxDocumentSize {
+		sv.v, _ = strictjson.ParseObject(bytes.TrimSpace(msg.data))
 	}
 	return sv
 }
@@ -536,7 +537,7 @@ func (sv *serverView) outputHash(msg *serverLine) string {
 	if !ok {
 		m = sv.v["error"]
 	}
-	c, err := receipts.Canonicalize(m)
+	c, err := strictjson.Canonicalize(m)
 	if err != nil {
 		return msg.sum
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/gate"
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
 )
@@ -45,7 +46,7 @@ type toolSchema struct {
 // newToolSchema reads an inputSchema: every name under any "properties"
 // anywhere in it is a member name the server's decoder may look for.
 func newToolSchema(v map[string]any) (*toolSchema, error) {
-	raw, err := receipts.Canonicalize(v)
+	raw, err := strictjson.Canonicalize(v)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func (t *tools) list(v map[string]any, sum string, first bool) string {
 	if !ok {
 		return ""
 	}
-	c, err := receipts.Canonicalize(list)
+	c, err := strictjson.Canonicalize(list)
 	if err != nil {
 		return ""
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/docketlog/docket/internal/safefile"
 	"github.com/docketlog/docket/internal/strictjson"
-	"github.com/docketlog/docket/receipts"
 )
 
 // verifyEvidence verifies one evidence entry and reports whether it makes
@@ -115,7 +114,7 @@ func verifySignature(ev evidence, p *proposal, o Options, l Limits) error {
 	}
 	msg := []byte(ev.payload)
 	var att map[string]any
-	v, err := receipts.Parse(msg)
+	v, err := strictjson.Parse(msg)
 	if err == nil {
 		// A JSON payload with members that differ only in case is
 		// refused, as anywhere in a proposal, and so is an attestation
@@ -145,7 +144,7 @@ func verifySignature(ev evidence, p *proposal, o Options, l Limits) error {
 		if !ok || !attestationVersions[av] {
 			return fmt.Errorf("unsupported attestation_version %v", att["attestation_version"])
 		}
-		c, err := receipts.Canonicalize(att)
+		c, err := strictjson.Canonicalize(att)
 		if err != nil {
 			return fmt.Errorf("attestation: %v", err)
 		}
@@ -244,7 +243,7 @@ func bindDigest(att map[string]any, field string, v any, raw ...[]byte) error {
 		b = raw[0]
 	} else {
 		var err error
-		if b, err = receipts.Canonicalize(v); err != nil {
+		if b, err = strictjson.Canonicalize(v); err != nil {
 			return fmt.Errorf("%s: %v", field, err)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/internal/strictjson"
-	"github.com/docketlog/docket/receipts"
 )
 
 // Keyring holds the Ed25519 keys signature evidence is verified against,
@@ -29,9 +28,9 @@ type keyringEntry struct {
 	expires time.Time // zero: never
 }
 
-// ParseKeyring parses a PIC keyring (strictly, see receipts.Parse).
+// ParseKeyring parses a PIC keyring (strictly, see strictjson.Parse).
 func ParseKeyring(data []byte) (*Keyring, error) {
-	m, err := receipts.ParseObject(data)
+	m, err := strictjson.ParseObject(data)
 	if err == nil {
 		err = strictjson.CheckFold(m)
 	}

@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/internal/strictjson"
-	"github.com/docketlog/docket/receipts"
 )
 
 // Error codes, as the PIC reference SDK names them.
@@ -138,14 +137,14 @@ func Verify(ctx context.Context, data []byte, o Options) (*Result, error) {
 	if len(data) > l.MaxProposalBytes {
 		return nil, fail(CodeLimitExceeded, "proposal is %d bytes, limit %d", len(data), l.MaxProposalBytes)
 	}
-	v, err := receipts.Parse(data)
+	v, err := strictjson.Parse(data)
 	if err != nil {
 		return nil, fail(CodeSchemaInvalid, "proposal: %v", err)
 	}
 	return VerifyValue(ctx, v, o)
 }
 
-// VerifyValue is Verify for a proposal already parsed by receipts.Parse.
+// VerifyValue is Verify for a proposal already parsed by strictjson.Parse.
 func VerifyValue(ctx context.Context, v any, o Options) (*Result, error) {
 	start := time.Now()
 	l := o.Limits.withDefaults()
@@ -154,7 +153,7 @@ func VerifyValue(ctx context.Context, v any, o Options) (*Result, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	canon, err := receipts.Canonicalize(v)
+	canon, err := strictjson.Canonicalize(v)
 	if err == nil {
 		// Members whose names differ only in case would mean one thing
 		// here and another to a server that decodes without regard to
@@ -212,11 +211,11 @@ func VerifyValue(ctx context.Context, v any, o Options) (*Result, error) {
 		return nil, fail(CodeToolBindingMismatch, "proposal is for tool %q, the call is to %q", p.tool, o.Tool)
 	}
 	if o.Args != nil {
-		want, err := receipts.Canonicalize(o.Args)
+		want, err := strictjson.Canonicalize(o.Args)
 		if err != nil {
 			return nil, fail(CodeArgsMismatch, "call arguments: %v", err)
 		}
-		got, _ := receipts.Canonicalize(p.args)
+		got, _ := strictjson.Canonicalize(p.args)
 		if string(got) != string(want) {
 			return nil, fail(CodeArgsMismatch, "the proposal's action.args are not the call's arguments")
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/docketlog/docket/internal/strictjson"
 )
 
 // A PolicyFile is one policy file as it was loaded: its name and exact bytes.
@@ -26,7 +28,7 @@ func PolicyDigest(files []PolicyFile) (string, error) {
 		return "", fmt.Errorf("policy digest: no files")
 	}
 	sorted := slices.Clone(files)
-	slices.SortFunc(sorted, func(a, b PolicyFile) int { return compareUTF16(a.Name, b.Name) })
+	slices.SortFunc(sorted, func(a, b PolicyFile) int { return strictjson.CompareUTF16(a.Name, b.Name) })
 	list := make([]any, len(sorted))
 	for i, f := range sorted {
 		if i > 0 && f.Name == sorted[i-1].Name {

@@ -22,6 +22,13 @@
 // the chain links of earlier drafts (bare hex, payload-only), which it reports
 // as legacy.
 //
+// [Open] is how a Docket receipt is read: strictly parsed (duplicate and
+// case-folded member names refused), verified against the given keys, and
+// its payload typed as a [Payload]. Verify and VerifyChain report the three
+// outcomes for any shape. The strict JSON parser and JCS live in the
+// module's internal/strictjson; Parse, ParseObject and Canonicalize are
+// kept here for third parties.
+//
 // Keys are never taken from inside a receipt: a verifier supplies them out of
 // band as a [KeySet].
 package receipts

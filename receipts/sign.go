@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/docketlog/docket/internal/strictjson"
 )
 
 // Spec is the receipts draft Docket implements.
@@ -64,6 +66,62 @@ type Payload struct {
 	// SessionStart, Codex with every event): a declaration by the agent,
 	// recorded as sent.
 	Model string `json:"model,omitempty"`
+
+	// Members fixed by DESIGN §3.1 for milestone 3 (read by Open; Docket
+	// does not write them yet).
+
+	// Enforced is false only in observe mode, beside a decision that was
+	// not enforced; absent otherwise.
+	Enforced *bool `json:"enforced,omitempty"`
+	// TranscriptHash, on session_end, is the SHA-256 of the agent record
+	// the reconciliation read, or why it could not be read.
+	TranscriptHash string `json:"transcript_hash,omitempty"`
+	// Confinement, on a confined call, is the confinement derived from
+	// the policy.
+	Confinement *Confinement `json:"confinement,omitempty"`
+	// ToolInputCommitment is the salted alternative to ToolInputHash.
+	ToolInputCommitment string `json:"tool_input_commitment,omitempty"`
+}
+
+// Confinement is the payload member confinement: {"mechanism": …,
+// "digest": "sha256:…"}, or the string "unconfined" where it could not
+// apply (Unconfined, with the other fields empty).
+type Confinement struct {
+	Mechanism  string
+	Digest     string
+	Unconfined bool
+}
+
+// MarshalJSON writes c as its payload member.
+func (c Confinement) MarshalJSON() ([]byte, error) {
+	if c.Unconfined {
+		return []byte(`"unconfined"`), nil
+	}
+	return json.Marshal(struct {
+		Mechanism string `json:"mechanism"`
+		Digest    string `json:"digest"`
+	}{c.Mechanism, c.Digest})
+}
+
+// UnmarshalParsed reads c from the member as strictjson.Parse returns it.
+func (c *Confinement) UnmarshalParsed(v any) error {
+	if v == "unconfined" {
+		*c = Confinement{Unconfined: true}
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf(`must be an object or "unconfined"`)
+	}
+	var f struct {
+		Mechanism string `json:"mechanism"`
+		Digest    string `json:"digest"`
+	}
+	if err := strictjson.Decode(m, &f, strictjson.DisallowUnknown); err != nil {
+		return err
+	}
+	*c = Confinement{Mechanism: f.Mechanism, Digest: f.Digest}
+	return nil
 }
 
 // FormatTime formats t as the receipts' issued_at: RFC 3339 UTC with
@@ -113,7 +171,7 @@ func SignCanonical(key ed25519.PrivateKey, payload []byte) []byte {
 	b = append(b, `{"payload":`...)
 	b = append(b, payload...)
 	b = append(b, `,"signature":{"alg":"EdDSA","kid":`...)
-	b = appendString(b, kid)
+	b = strictjson.AppendString(b, kid)
 	b = append(b, `,"sig":"`...)
 	b = hex.AppendEncode(b, sig)
 	return append(b, `"}}`...)

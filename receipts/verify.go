@@ -279,14 +279,19 @@ func Verify(data []byte, opts Options) Result {
 
 func verifyOne(data []byte, opts Options) (receipt, Result) {
 	rc, cause, detail := parseReceipt(data)
+	return rc, check(rc, cause, detail, opts)
+}
+
+// check verifies a receipt parseReceipt returned.
+func check(rc receipt, cause, detail string, opts Options) Result {
 	r := Result{Shape: rc.shape, KID: rc.kid, Hash: rc.hash}
 	if cause != "" {
 		r.fail(Undecidable, cause, "%s", detail)
-		return rc, r
+		return r
 	}
 	if rc.unsigned != "" && rc.payload["spec"] == Spec {
 		r.fail(Invalid, CauseUnsignedMember, "draft-04 envelope with %s, which the signature does not cover", rc.unsigned)
-		return rc, r
+		return r
 	}
 	key, ok := opts.Keys.lookup(rc.kid)
 	if !ok {
@@ -295,7 +300,7 @@ func verifyOne(data []byte, opts Options) (receipt, Result) {
 		} else {
 			r.fail(Undecidable, CauseNoTrustedKey, "no trusted key for kid %q", rc.kid)
 		}
-		return rc, r
+		return r
 	}
 	r.Key = key.Public
 	// Draft-04 binds the kid to the key and the issuer_id to the kid; earlier
@@ -303,16 +308,16 @@ func verifyOne(data []byte, opts Options) (receipt, Result) {
 	if rc.payload["spec"] == Spec {
 		if rc.kid != opts.Keys.kid(key) {
 			r.fail(Invalid, CauseKIDMismatch, "kid %q is not the trusted key's kid %q", rc.kid, KID(key.Public))
-			return rc, r
+			return r
 		}
 		if iss, _ := rc.payload["issuer_id"].(string); rc.shape == "envelope" && iss != rc.kid {
 			r.fail(Invalid, CauseKIDMismatch, "payload issuer_id %q differs from signature kid %q", iss, rc.kid)
-			return rc, r
+			return r
 		}
 	}
 	if rc.sig == nil || !verifyEd25519(key.Public, rc.signingInput, rc.sig) {
 		r.fail(Invalid, CauseBadSignature, "Ed25519 signature does not verify with the trusted key")
-		return rc, r
+		return r
 	}
 	if !key.ValidFrom.IsZero() || !key.ValidUntil.IsZero() {
 		at, err := issuedAt(rc)
@@ -329,7 +334,7 @@ func verifyOne(data []byte, opts Options) (receipt, Result) {
 	if s, _ := rc.payload["session_id"].(string); opts.SessionID != "" && s != opts.SessionID {
 		r.fail(Invalid, CauseSession, "session_id %q, want %q", s, opts.SessionID)
 	}
-	return rc, r
+	return r
 }
 
 func issuedAt(rc receipt) (time.Time, error) {

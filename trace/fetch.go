@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/internal/safefile"
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -45,13 +46,13 @@ type Limits struct {
 // value the record commits), or to none. A receipt is at most
 // receipts.MaxEntrySize bytes: a larger one could not be logged.
 func LimitsOf(r *Record, transcript []byte) Limits {
-	l := Limits{Transcript: receipts.MaxDocumentSize, Proof: MaxProofBytes}
+	l := Limits{Transcript: strictjson.MaxDocumentSize, Proof: MaxProofBytes}
 	calls := int64(0)
 	if tt := r.ToolTranscript; tt != nil {
 		switch {
 		case tt.CallCount != nil:
 			calls = max(int64(*tt.CallCount), 0)
-			l.Transcript = min(receipts.MaxDocumentSize, 2+calls*TranscriptBytesPerCall)
+			l.Transcript = min(strictjson.MaxDocumentSize, 2+calls*TranscriptBytesPerCall)
 		case transcript != nil && Digest(transcript) == tt.Hash:
 			if c, err := ParseTranscript(transcript); err == nil {
 				calls = int64(len(c))

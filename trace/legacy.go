@@ -32,7 +32,7 @@ var LegacyForms = []LegacyForm{
 	{"sort_keys_compact_utf8", `json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`, true, false},
 }
 
-// Marshal returns v (as receipts.Parse returns it) in the legacy form, as
+// Marshal returns v (as strictjson.Parse returns it) in the legacy form, as
 // UTF-8 bytes.
 func (f LegacyForm) Marshal(v any) ([]byte, error) {
 	var b strings.Builder

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -207,7 +208,7 @@ func Sign(r *Record, key ed25519.PrivateKey) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	msg, err := receipts.CanonicalizeJSON(j)
+	msg, err := strictjson.CanonicalizeJSON(j)
 	if err != nil {
 		return nil, err
 	}

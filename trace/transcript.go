@@ -86,7 +86,7 @@ func ReadSession(chain [][]byte) (*Session, error) {
 	s := &Session{Last: chain[len(chain)-1]}
 	byHash := make(map[string]int)
 	for i, r := range chain {
-		obj, err := receipts.ParseObject(r)
+		obj, err := strictjson.ParseObject(r)
 		if err == nil {
 			err = strictjson.CheckFold(obj)
 		}
@@ -159,14 +159,14 @@ func MarshalTranscript(calls []Call) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return receipts.CanonicalizeJSON(j)
+	return strictjson.CanonicalizeJSON(j)
 }
 
 // ParseTranscript parses transcript bytes strictly: a JSON array of calls
 // with no duplicate or unknown members, each named exactly (none that
 // differs from another, or from a known name, only in case).
 func ParseTranscript(data []byte) ([]Call, error) {
-	v, err := receipts.Parse(data)
+	v, err := strictjson.Parse(data)
 	if err == nil {
 		err = strictjson.CheckFold(v)
 	}

@@ -118,7 +118,7 @@ func Verify(data []byte, opts Options) Report {
 // rest of the verification reads.
 func verifyRecord(rep *Report, data []byte, opts Options) (*Record, ed25519.PublicKey, bool) {
 	const name = "signature"
-	obj, err := receipts.ParseObject(data)
+	obj, err := strictjson.ParseObject(data)
 	if err == nil {
 		// Members whose names differ only in case ("x" and "X" in
 		// cnf.jwk) would mean one key to this verifier and another to
@@ -186,7 +186,7 @@ func verifyRecord(rep *Report, data []byte, opts Options) (*Record, ed25519.Publ
 		return nil, nil, false
 	}
 	delete(obj, "signature")
-	msg, err := receipts.Canonicalize(obj)
+	msg, err := strictjson.Canonicalize(obj)
 	if err != nil {
 		rep.add(name, receipts.Undecidable, receipts.CauseMalformed, "%v", err)
 		return nil, nil, false

@@ -16,6 +16,7 @@ import (
 
 	"github.com/docketlog/docket/audit"
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
@@ -265,7 +266,7 @@ func readPresented(paths []string) ([]audit.Chain, *bundle, error) {
 		dir := p
 		if m, err := os.ReadFile(filepath.Join(p, bundleManifest)); err == nil {
 			b = &bundle{dir: p}
-			if err := receipts.UnmarshalStrict(m, b); err != nil {
+			if err := strictjson.Unmarshal(m, b); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", filepath.Join(p, bundleManifest), err)
 			}
 		} else if _, err := os.Stat(filepath.Join(p, store.DirName)); err == nil {

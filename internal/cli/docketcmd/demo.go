@@ -522,13 +522,11 @@ func (d *demoRun) auditSteps(ctx context.Context, logURL, logVKey, policyPath, k
 	dropped := filepath.Join(d.dir, "dropped", ".docket")
 	extra := func(chain [][]byte) ([][]byte, error) {
 		last := chain[len(chain)-1]
-		var p struct {
-			Payload struct {
-				Sequence int64 `json:"sequence"`
-			} `json:"payload"`
+		prev, err := receipts.Open(last, nil) // the demo's own chain
+		if err != nil {
+			return nil, err
 		}
-		json.Unmarshal(last, &p)
-		r, err := receipts.Sign(key, receipts.Payload{Type: receipts.TypeDecision, SessionID: "demo-session-2", Sequence: p.Payload.Sequence + 1,
+		r, err := receipts.Sign(key, receipts.Payload{Type: receipts.TypeDecision, SessionID: "demo-session-2", Sequence: prev.Payload.Sequence + 1,
 			PreviousReceiptHash: receipts.ChainHash(last), HookEvent: "PreToolUse", ToolName: "Bash", Decision: receipts.Deny, Reason: "cedar_deny"})
 		return append(chain, r), err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/docketlog/docket/audit"
 	"github.com/docketlog/docket/gate"
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 	"github.com/docketlog/docket/trace"
@@ -331,7 +332,7 @@ func runVerifyTrace(ctx context.Context, args []string, stdout, stderr io.Writer
 		return 2
 	}
 	fetcher := &trace.Fetcher{Timeout: *timeout}
-	data, err := fetcher.ReadFile(ctx, *recordFile, receipts.MaxDocumentSize)
+	data, err := fetcher.ReadFile(ctx, *recordFile, strictjson.MaxDocumentSize)
 	if err != nil {
 		errorf(stderr, "verify: %v", err)
 		return 2

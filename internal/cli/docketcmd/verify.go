@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
@@ -245,7 +246,7 @@ func checkProofs(f *fileResult, v *c2sp.ProofVerifier, dir string) {
 		if r.Outcome != receipts.Valid {
 			continue
 		}
-		obj, _ := receipts.ParseObject(f.lines[i])
+		obj, _ := strictjson.ParseObject(f.lines[i])
 		payload, _ := obj["payload"].(map[string]any)
 		seq, _ := payload["sequence"].(json.Number)
 		proof, err := store.ReadProofFile(dir, string(seq))
@@ -340,7 +341,7 @@ func report(w io.Writer, files []fileResult, asJSON, strict bool) int {
 
 // sessionEnded reports whether a receipt is a session_end lifecycle receipt.
 func sessionEnded(receipt []byte) bool {
-	obj, err := receipts.ParseObject(receipt)
+	obj, err := strictjson.ParseObject(receipt)
 	if err != nil {
 		return false
 	}

@@ -1,4 +1,4 @@
-package receipts
+package strictjson
 
 import (
 	"encoding/json"
@@ -69,33 +69,45 @@ func ParseObject(data []byte) (map[string]any, error) {
 	return m, nil
 }
 
-// parseSpans is ParseObject that also reports whether data is already in
-// JCS form and where each top-level member's value lies in data.
-func parseSpans(data []byte) (obj map[string]any, canonical bool, members map[string][2]int, err error) {
-	obj, canonical, members, _, err = parseSpansKeys(data)
-	return obj, canonical, members, err
+// A Document is a JSON object as ParseDocument returns it, with what a
+// verifier of signed bytes needs beyond its value.
+type Document struct {
+	Object map[string]any
+	// Canonical reports whether the input was already in JCS form, so
+	// that its bytes are their own canonical form.
+	Canonical bool
+	// Spans holds where each top-level member's value lies in the input
+	// ("key"), and each member of the objects directly inside it
+	// ("key\x00key").
+	Spans map[string][2]int
+	// ASCIIKeys reports whether every object key is ASCII.
+	ASCIIKeys bool
 }
 
-// parseSpansKeys is parseSpans that also reports whether every object key is ASCII.
-func parseSpansKeys(data []byte) (obj map[string]any, canonical bool, members map[string][2]int, asciiKeys bool, err error) {
+// ParseDocument is ParseObject for signed documents: it also refuses, with
+// a *FoldError, any object with two members whose names are equal under
+// [Fold], since a reader that decodes into a struct would take one for the
+// other; and it reports what a verifier needs to hash and slice the input
+// without canonicalizing it again.
+func ParseDocument(data []byte) (Document, error) {
 	if len(data) > MaxDocumentSize {
-		return nil, false, nil, false, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), MaxDocumentSize)
+		return Document{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), MaxDocumentSize)
 	}
-	p := parser{data: data, members: make(map[string][2]int, 4)}
+	p := parser{data: data, members: make(map[string][2]int, 4), fold: true}
 	p.skipSpace()
 	v, err := p.value(0)
 	if err != nil {
-		return nil, false, nil, false, err
+		return Document{}, err
 	}
 	p.skipSpace()
 	if p.pos != len(p.data) {
-		return nil, false, nil, false, p.errorf("trailing data after the document")
+		return Document{}, p.errorf("trailing data after the document")
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, false, nil, false, &SyntaxError{0, "document is not a JSON object"}
+		return Document{}, &SyntaxError{0, "document is not a JSON object"}
 	}
-	return m, !p.nonCanonical, p.members, !p.nonASCIIKey, nil
+	return Document{Object: m, Canonical: !p.nonCanonical, Spans: p.members, ASCIIKeys: !p.nonASCIIKey}, nil
 }
 
 type parser struct {
@@ -110,6 +122,31 @@ type parser struct {
 	topKey  string // the top-level member being parsed
 	// nonASCIIKey is set when an object key has a byte outside ASCII.
 	nonASCIIKey bool
+	// fold refuses objects with two members whose names fold alike; path
+	// is then the members and array elements the parser is inside.
+	fold bool
+	path []pathStep
+}
+
+// A pathStep is a member name, or an array index when key is "".
+type pathStep struct {
+	key   string
+	index int
+}
+
+func (p *parser) pathString() string {
+	var b strings.Builder
+	for _, s := range p.path {
+		if s.key == "" {
+			fmt.Fprintf(&b, "[%d]", s.index)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.key)
+	}
+	return b.String()
 }
 
 func (p *parser) errorf(format string, args ...any) error {
@@ -183,7 +220,7 @@ func (p *parser) object(depth int) (any, error) {
 		for i := 0; i < len(k) && !p.nonASCIIKey; i++ {
 			p.nonASCIIKey = k[i] >= 0x80
 		}
-		if len(m) > 0 && compareUTF16(prevKey, k) > 0 {
+		if len(m) > 0 && CompareUTF16(prevKey, k) > 0 {
 			p.nonCanonical = true
 		}
 		prevKey = k
@@ -197,7 +234,7 @@ func (p *parser) object(depth int) (any, error) {
 		if depth == 1 {
 			p.topKey = k
 		}
-		v, err := p.value(depth)
+		v, err := p.element(depth, pathStep{key: k})
 		if err != nil {
 			return nil, err
 		}
@@ -219,11 +256,27 @@ func (p *parser) object(depth int) (any, error) {
 			p.pos++
 		case '}':
 			p.pos++
+			if p.fold {
+				if a, b, dup := foldDuplicate(m); dup {
+					return nil, &FoldError{Path: p.pathString(), A: a, B: b}
+				}
+			}
 			return m, nil
 		default:
 			return nil, p.errorf("expected ',' or '}' in object")
 		}
 	}
+}
+
+// element parses the value of a member or an array element, at step.
+func (p *parser) element(depth int, step pathStep) (any, error) {
+	if !p.fold {
+		return p.value(depth)
+	}
+	p.path = append(p.path, step)
+	v, err := p.value(depth)
+	p.path = p.path[:len(p.path)-1]
+	return v, err
 }
 
 func (p *parser) array(depth int) (any, error) {
@@ -239,7 +292,7 @@ func (p *parser) array(depth int) (any, error) {
 	}
 	for {
 		p.skipSpace()
-		v, err := p.value(depth)
+		v, err := p.element(depth, pathStep{index: len(a)})
 		if err != nil {
 			return nil, err
 		}

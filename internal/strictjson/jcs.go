@@ -1,4 +1,4 @@
-package receipts
+package strictjson
 
 import (
 	"encoding/json"
@@ -40,7 +40,7 @@ func appendCanonical(b []byte, v any) ([]byte, error) {
 		if !utf8.ValidString(v) {
 			return nil, fmt.Errorf("canonicalizing: invalid UTF-8 in string")
 		}
-		return appendString(b, v), nil
+		return AppendString(b, v), nil
 	case json.Number:
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil {
@@ -73,13 +73,13 @@ func appendCanonical(b []byte, v any) ([]byte, error) {
 			}
 			keys = append(keys, k)
 		}
-		slices.SortFunc(keys, compareUTF16)
+		slices.SortFunc(keys, CompareUTF16)
 		b = append(b, '{')
 		for i, k := range keys {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, k)
+			b = AppendString(b, k)
 			b = append(b, ':')
 			var err error
 			if b, err = appendCanonical(b, v[k]); err != nil {
@@ -92,10 +92,10 @@ func appendCanonical(b []byte, v any) ([]byte, error) {
 	}
 }
 
-// compareUTF16 orders strings by their UTF-16 code units, as RFC 8785 §3.2.3
+// CompareUTF16 orders strings by their UTF-16 code units, as RFC 8785 §3.2.3
 // requires. For strings without supplementary-plane characters this is the
 // same as byte order, which is the fast path.
-func compareUTF16(a, b string) int {
+func CompareUTF16(a, b string) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
 		if a[i] != b[i] {
 			if a[i] < 0x80 && b[i] < 0x80 {
@@ -138,7 +138,7 @@ const hexDigits = "0123456789abcdef"
 
 // appendString writes s as a JCS string: only '"', '\\' and control
 // characters are escaped, with the short forms where JSON has them.
-func appendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {

@@ -1,4 +1,4 @@
-package receipts
+package strictjson
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ type strictEntry struct {
 	Leaf  string `json:"leaf,omitempty"`
 }
 
-func TestUnmarshalStrict(t *testing.T) {
+func TestUnmarshal(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
@@ -51,37 +51,37 @@ func TestUnmarshalStrict(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var d strictDoc
-			err := UnmarshalStrict([]byte(tt.in), &d)
+			err := Unmarshal([]byte(tt.in), &d)
 			switch {
 			case tt.want == "" && err != nil:
-				t.Errorf("UnmarshalStrict(%s) = %v, want nil", tt.in, err)
+				t.Errorf("Unmarshal(%s) = %v, want nil", tt.in, err)
 			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Errorf("UnmarshalStrict(%s) = %v, want an error with %q", tt.in, err, tt.want)
+				t.Errorf("Unmarshal(%s) = %v, want an error with %q", tt.in, err, tt.want)
 			}
 		})
 	}
 }
 
-// FuzzUnmarshalStrict: never a panic, and what is accepted is what
+// FuzzUnmarshal: never a panic, and what is accepted is what
 // encoding/json reads, with no two member names of one object folding
 // together.
-func FuzzUnmarshalStrict(f *testing.F) {
+func FuzzUnmarshal(f *testing.F) {
 	for _, s := range []string{`{"kind":"fork","entries":[{"index":1}]}`, `{"kind":"a","KIND":"b"}`, `{"labels":{"k":1,"\u212a":2}}`, `{"any":[{"a":1}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var d strictDoc
-		if err := UnmarshalStrict(data, &d); err != nil {
+		if err := Unmarshal(data, &d); err != nil {
 			return
 		}
 		var plain strictDoc
 		if err := json.Unmarshal(data, &plain); err != nil {
-			t.Fatalf("UnmarshalStrict accepted %q, which json.Unmarshal refuses: %v", data, err)
+			t.Fatalf("Unmarshal accepted %q, which json.Unmarshal refuses: %v", data, err)
 		}
 		a, _ := json.Marshal(d)
 		b, _ := json.Marshal(plain)
 		if string(a) != string(b) {
-			t.Fatalf("UnmarshalStrict(%q) = %s, json.Unmarshal %s", data, a, b)
+			t.Fatalf("Unmarshal(%q) = %s, json.Unmarshal %s", data, a, b)
 		}
 	})
 }

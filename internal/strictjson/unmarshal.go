@@ -1,4 +1,4 @@
-package receipts
+package strictjson
 
 import (
 	"bytes"
@@ -8,25 +8,24 @@ import (
 	"io"
 	"reflect"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
-// UnmarshalStrict decodes one JSON document into v as json.Unmarshal does,
+// Unmarshal decodes one JSON document into v as json.Unmarshal does,
 // but first refuses what encoding/json lets through silently, so that a
 // signed or evidence document means one thing to every reader:
-//   - two members of one object whose names are equal under Unicode case
-//     folding ("kind" and "KIND", or "kind" and "\u212aind" with the Kelvin
-//     sign): encoding/json keeps the last, other parsers the first;
+//   - two members of one object whose names are equal under [Fold] ("kind"
+//     and "KIND", or "kind" and "\u212aind" with the Kelvin sign):
+//     encoding/json keeps the last, other parsers the first;
 //   - a member that names no field of the struct it decodes into exactly:
 //     encoding/json matches names case-insensitively and skips unknown ones;
 //   - invalid UTF-8, which encoding/json replaces with U+FFFD;
 //   - nesting deeper than MaxDepth, and data after the document.
 //
 // Members decoded into an interface or a json.RawMessage are checked for
-// folded duplicates only. Unlike Parse, UnmarshalStrict has no size limit:
+// folded duplicates only. Unlike Parse, Unmarshal has no size limit:
 // its caller bounds what it reads.
-func UnmarshalStrict(data []byte, v any) error {
+func Unmarshal(data []byte, v any) error {
 	if !utf8.Valid(data) {
 		return errors.New("invalid UTF-8")
 	}
@@ -80,7 +79,7 @@ func checkMembers(dec *json.Decoder, t reflect.Type, depth int) error {
 				return err
 			}
 			name := tok.(string)
-			key := foldKey(name)
+			key := Fold(name)
 			if prev, dup := seen[key]; dup {
 				return fmt.Errorf("members %q and %q of one object differ only in case", prev, name)
 			}
@@ -145,20 +144,4 @@ func jsonFields(t reflect.Type, out map[string]reflect.Type) {
 			out[name] = ft
 		}
 	}
-}
-
-// foldKey maps a name to a key that two names share exactly when they are
-// equal under simple Unicode case folding (strings.EqualFold), which is
-// at least as broad as encoding/json's matching of names.
-func foldKey(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		// The smallest rune of r's folding orbit stands for all of it.
-		m := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			m = min(m, f)
-		}
-		b.WriteRune(m)
-	}
-	return b.String()
 }
