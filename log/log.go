@@ -508,6 +508,11 @@ func (l *Log) sequencer(ctx context.Context) {
 		handover := time.Since(start)
 		for i, r := range batch {
 			res, err := futures[i]()
+			if errors.Is(err, tessera.ErrPushback) {
+				// A driver with a bound on entries sequenced but not yet
+				// integrated (Tessera's AWS driver) refused the batch.
+				err = fmt.Errorf("%w: %w", ErrOverloaded, err)
+			}
 			r.idx, r.err = res.Index, err
 			if err == nil && res.Index >= l.sequenced.Load() {
 				l.sequenced.Store(res.Index + 1)
