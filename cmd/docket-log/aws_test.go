@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/base64"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	f_log "github.com/transparency-dev/formats/log"
 
 	"github.com/docketlog/docket/log/aws/s3test"
 	"github.com/docketlog/docket/log/mysql/mysqltest"
@@ -187,6 +192,80 @@ func TestAWSFlags(t *testing.T) {
 			out, err := exec.Command(logBin, args...).CombinedOutput()
 			if err == nil || !strings.Contains(string(out), "docket-log: error: ") || !strings.Contains(string(out), tt.want) {
 				t.Fatalf("docket-log %s = %v\n%s\nwant an error saying %q", strings.Join(tt.args, " "), err, out, tt.want)
+			}
+		})
+	}
+}
+
+// TestAWSMigrate moves a log from POSIX storage and from -storage mysql to
+// -storage aws with docket-log migrate: it reports the source checkpoint's
+// root, and a writer on the new storage answers every old entry with its
+// old index as a duplicate.
+func TestAWSMigrate(t *testing.T) {
+	tests := []struct {
+		name string
+		// start starts a writer of the source log and returns the
+		// migrate flags that name it.
+		start func(t *testing.T, tl *testLog) (*proc, []string)
+	}{
+		{"posix", func(t *testing.T, tl *testLog) (*proc, []string) {
+			return tl.start(t), []string{"-from", filepath.Join(tl.dir, "data")}
+		}},
+		{"mysql", func(t *testing.T, tl *testLog) (*proc, []string) {
+			dsn := mysqltest.Database(t)
+			return tl.startMySQL(t, "src", tl.addr, dsn), []string{"-from-mysql", dsn}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a3 := newAWSLog(t)
+			tl := newTestLog(t)
+			src, from := tt.start(t, tl)
+			is := newIssuer()
+			idx := map[string]string{}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for i := range 300 {
+				leaf := is.entry(t, "old", int64(i+1))
+				wg.Go(func() {
+					r := mustPost(t, src.url, leaf)
+					if r.status != 200 {
+						t.Errorf("POST /add = %d %s", r.status, r.body)
+					}
+					mu.Lock()
+					idx[string(leaf)] = r.header.Get("Docket-Index")
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			cp, _, _, err := f_log.ParseCheckpoint(get(t, src.url+"/checkpoint").body, tl.verifier.Name(), tl.verifier)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := src.stop(); err != nil {
+				t.Fatal(err)
+			}
+
+			args := append([]string{"migrate", "-key", tl.key, "-mysql-dsn", a3.dsn, "-s3-bucket", a3.bucket.Name,
+				"-s3-prefix", "log", "-s3-endpoint", a3.bucket.Endpoint}, from...)
+			out, err := exec.Command(logBin, args...).Output()
+			want := fmt.Sprintf("moved 300 entries from %s; root %s, equal to the source checkpoint's",
+				map[string]string{"posix": filepath.Join(tl.dir, "data"), "mysql": "the -from-mysql database"}[tt.name],
+				base64.StdEncoding.EncodeToString(cp.Hash))
+			if err != nil || !strings.Contains(string(out), want) {
+				t.Fatalf("docket-log migrate = %v %s, want %q", err, out, want)
+			}
+
+			w := tl.startAWS(t, "a", freeAddr(t), a3)
+			for leaf, i := range idx {
+				r := mustPost(t, w.url, []byte(leaf))
+				if r.status != 200 || r.header.Get("Docket-Index") != i || r.header.Get("Docket-Duplicate") != "true" {
+					t.Fatalf("POST /add of a migrated entry = %d index %s dup %s, want index %s dup true",
+						r.status, r.header.Get("Docket-Index"), r.header.Get("Docket-Duplicate"), i)
+				}
 			}
 		})
 	}

@@ -99,6 +99,7 @@ type Storage struct {
 	bucket  *bucket
 	guard   *restore.Guard
 	tcfg    taws.Config
+	logger  *slog.Logger
 }
 
 // recovery is how to recover from a stale restore, for the guard's errors.
@@ -119,7 +120,7 @@ func Open(ctx context.Context, opts Options) (*Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Storage{DB: db}
+	s := &Storage{DB: db, logger: opts.Logger}
 	ok := false
 	defer func() {
 		if !ok {

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/transparency-dev/tessera/api"
 	"github.com/transparency-dev/tessera/api/layout"
+	tclient "github.com/transparency-dev/tessera/client"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/docketlog/docket/c2sp"
@@ -30,6 +31,7 @@ import (
 	"github.com/docketlog/docket/log/logtest"
 	"github.com/docketlog/docket/log/mysql"
 	"github.com/docketlog/docket/log/mysql/mysqltest"
+	"github.com/docketlog/docket/log/posix"
 )
 
 func TestMain(m *testing.M) {
@@ -267,7 +269,7 @@ func TestRestartBeforeIntegration(t *testing.T) {
 // of idx, each at its index.
 func checkBucket(t *testing.T, p place, idx map[string]uint64) {
 	t.Helper()
-	got := readEntries(t, p.bucket.Client(), p.bucket.Name, p.prefix)
+	got := readEntries(t, p)
 	if len(got) != len(idx) {
 		t.Fatalf("the bucket holds %d entries, want %d", len(got), len(idx))
 	}
@@ -280,21 +282,9 @@ func checkBucket(t *testing.T, p place, idx map[string]uint64) {
 
 // readEntries reads every entry of the log in the bucket, as a client
 // would: the checkpoint's size, then the entry bundles.
-func readEntries(t *testing.T, c *s3.Client, bucket, prefix string) [][]byte {
+func readEntries(t *testing.T, p place) [][]byte {
 	t.Helper()
-	get := func(p string) []byte {
-		out, err := c.GetObject(t.Context(), &s3.GetObjectInput{Bucket: awssdk.String(bucket), Key: awssdk.String(prefix + "/" + p)})
-		if err != nil {
-			t.Fatalf("get %s: %v", p, err)
-		}
-		defer out.Body.Close()
-		b, err := io.ReadAll(out.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	cp := get(layout.CheckpointPath)
+	cp := getObject(t, p, layout.CheckpointPath)
 	lines := strings.SplitN(string(cp), "\n", 3)
 	var size uint64
 	if _, err := fmt.Sscan(lines[1], &size); err != nil {
@@ -303,7 +293,7 @@ func readEntries(t *testing.T, c *s3.Client, bucket, prefix string) [][]byte {
 	var all [][]byte
 	for b := uint64(0); b*layout.EntryBundleWidth < size; b++ {
 		var eb api.EntryBundle
-		if err := eb.UnmarshalText(get(layout.EntriesPath(b, layout.PartialTileSize(0, b, size)))); err != nil {
+		if err := eb.UnmarshalText(getObject(t, p, layout.EntriesPath(b, layout.PartialTileSize(0, b, size)))); err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, eb.Entries...)
@@ -538,4 +528,137 @@ func serve(t *testing.T, h http.Handler) string {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// TestMigrate moves a log of 300 entries (more than one entry bundle) from
+// POSIX storage and from -storage mysql to AWS storage: the migrated
+// tree's root is the source checkpoint's, the bucket serves the source's
+// checkpoint, and a writer on the new storage answers each old entry with
+// its old index as a duplicate, and appends new ones after them.
+func TestMigrate(t *testing.T) {
+	type source struct {
+		log    *log.Log
+		reader aws.Source
+		close  func() error
+	}
+	tests := []struct {
+		name string
+		open func(t *testing.T, k signer) source
+	}{
+		{"posix", func(t *testing.T, k signer) source {
+			dir := t.TempDir()
+			st, err := posix.Open(t.Context(), dir, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := log.New(t.Context(), log.Config{Driver: st.Driver, Index: st.Index, Signer: k.s, VKey: k.vkey})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return source{l, tclient.FileFetcher{Root: dir}, st.Close}
+		}},
+		{"mysql", func(t *testing.T, k signer) source {
+			st, err := mysql.Open(t.Context(), mysqltest.Database(t), mysql.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := log.New(t.Context(), log.Config{Driver: st.Driver, Index: st.Index, Signer: k.s, VKey: k.vkey,
+				CheckpointInterval: mysql.MinCheckpointInterval})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return source{l, st.Reader(), st.Close}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPlace(t)
+			k := newSigner(t)
+			src := tt.open(t, k)
+			defer src.close()
+			old := entries(tlogtest.NewIssuer(t), "s", 300)
+			idx := make(map[string]uint64)
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for _, e := range old {
+				wg.Go(func() {
+					r, err := src.log.Add(t.Context(), e)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					idx[string(e)] = r.Index
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			if err := src.log.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			want, err := src.reader.ReadCheckpoint(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantCP, err := k.pv.VerifyCheckpoint(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			st := p.open(t, t.TempDir())
+			cp, err := st.Migrate(t.Context(), src.reader, k.pv.LogKey(), 4)
+			if err != nil {
+				t.Fatalf("Migrate = %v", err)
+			}
+			if cp.Size != uint64(len(old)) || !bytes.Equal(cp.Hash, wantCP.Root) {
+				t.Fatalf("Migrate = size %d root %x, want %d %x", cp.Size, cp.Hash, len(old), wantCP.Root)
+			}
+			if got := getObject(t, p, "checkpoint"); !bytes.Equal(got, want) {
+				t.Errorf("the bucket's checkpoint = %q, want the source's %q", got, want)
+			}
+			// Migrating again changes nothing.
+			if _, err := st.Migrate(t.Context(), src.reader, k.pv.LogKey(), 4); err != nil {
+				t.Fatalf("Migrate again = %v", err)
+			}
+			st.Close()
+
+			w := p.start(t, k, t.TempDir())
+			for _, e := range old[:20] {
+				r, err := w.Add(t.Context(), e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := k.verify(t, e, r.Proof); got != idx[string(e)] || !r.Dup {
+					t.Errorf("Add(a migrated entry) = %d dup %v, want %d dup true", got, r.Dup, idx[string(e)])
+				}
+			}
+			e := entries(tlogtest.NewIssuer(t), "new", 1)[0]
+			r, err := w.Add(t.Context(), e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := k.verify(t, e, r.Proof); got != uint64(len(old)) || r.Dup {
+				t.Errorf("Add(a new entry) = %d dup %v, want %d dup false", got, r.Dup, len(old))
+			}
+			w.close(t)
+			idx[string(e)] = uint64(len(old))
+			checkBucket(t, p, idx)
+		})
+	}
+}
+
+// getObject returns the object at the log's path p in the bucket.
+func getObject(t *testing.T, p place, path string) []byte {
+	t.Helper()
+	out, err := p.bucket.Client().GetObject(t.Context(), &s3.GetObjectInput{Bucket: awssdk.String(p.bucket.Name),
+		Key: awssdk.String(p.prefix + "/" + path)})
+	if err != nil {
+		t.Fatalf("get %s: %v", path, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

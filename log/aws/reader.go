@@ -36,13 +36,18 @@ type bucket struct {
 	prefix string
 }
 
-// get returns the object at p, the log's path (checkpoint, tile/…), or an
-// error wrapping errNotFound.
-func (b *bucket) get(ctx context.Context, p string) ([]byte, error) {
-	key := p
-	if b.prefix != "" {
-		key = path.Join(b.prefix, p)
+// key returns the object key of p, the log's path (checkpoint, tile/…).
+func (b *bucket) key(p string) string {
+	if b.prefix == "" {
+		return p
 	}
+	return path.Join(b.prefix, p)
+}
+
+// get returns the object at p, the log's path, or an error wrapping
+// errNotFound.
+func (b *bucket) get(ctx context.Context, p string) ([]byte, error) {
+	key := b.key(p)
 	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: awssdk.String(b.name), Key: awssdk.String(key)})
 	if err != nil {
 		var nsk *types.NoSuchKey

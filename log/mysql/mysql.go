@@ -159,6 +159,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Storage, error) {
 	return s, nil
 }
 
+// Reader returns a reader of the log in the database that appends nothing:
+// its checkpoint, and its tiles and entry bundles trimmed to the width
+// asked for (docket-log migrate reads the log through it).
+func (s *Storage) Reader() tessera.LogReader {
+	d := s.Driver.(*driver)
+	return &reader{LogReader: d.t, g: d.g}
+}
+
 // Close closes the index and the connection pool. The log using the
 // storage must be closed first.
 func (s *Storage) Close() error {

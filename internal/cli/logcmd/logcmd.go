@@ -36,6 +36,8 @@ import (
 
 const usage = `Usage:
     docket-log [options]
+    docket-log migrate -key FILE (-from DIR | -from-mysql DSN) -mysql-dsn DSN -s3-bucket NAME ...
+                                   (moves a log to -storage aws; docket-log migrate -h)
 
 Runs a Docket transparency log on Tessera POSIX storage, in a MySQL or
 MariaDB database, or in a MySQL-compatible database plus an S3-compatible
@@ -104,6 +106,11 @@ Examples:
 // until ctx is done or the process gets SIGTERM or SIGINT, and returns the
 // process exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "migrate" {
+		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		return runMigrate(ctx, args[1:], stdout, stderr)
+	}
 	fl := flag.NewFlagSet("docket-log", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, usage) }
