@@ -12,7 +12,8 @@ import (
 // Connect returns a pool of at most n connections (n ≤ 0: 64) to the
 // database named in dsn (go-sql-driver form,
 // user:password@tcp(host:3306)/dbname), which must name a database, once
-// the server answers.
+// the server answers. Arguments are interpolated into statements by the
+// driver (interpolateParams).
 func Connect(ctx context.Context, dsn string, n int) (*sql.DB, error) {
 	cfg, err := gomysql.ParseDSN(dsn)
 	if err != nil {
@@ -24,6 +25,10 @@ func Connect(ctx context.Context, dsn string, n int) (*sql.DB, error) {
 	if n <= 0 {
 		n = 64
 	}
+	// One round trip per statement: without it the driver prepares,
+	// executes and closes a server-side statement for every query with
+	// arguments, which made a claim three (28% of a writer's CPU).
+	cfg.InterpolateParams = true
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
