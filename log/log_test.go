@@ -19,6 +19,7 @@ import (
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/log/aws"
 	"github.com/docketlog/docket/log/aws/s3test"
+	//lint:ignore SA1019 the log suite runs on -storage mysql while it exists
 	"github.com/docketlog/docket/log/mysql"
 	"github.com/docketlog/docket/log/mysql/mysqltest"
 	"github.com/docketlog/docket/log/posix"

@@ -29,6 +29,7 @@ import (
 	"github.com/docketlog/docket/log/aws"
 	"github.com/docketlog/docket/log/aws/s3test"
 	"github.com/docketlog/docket/log/logtest"
+	//lint:ignore SA1019 migrations from -storage mysql are tested while it exists
 	"github.com/docketlog/docket/log/mysql"
 	"github.com/docketlog/docket/log/mysql/mysqltest"
 	"github.com/docketlog/docket/log/posix"

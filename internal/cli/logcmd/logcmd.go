@@ -29,6 +29,7 @@ import (
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/log"
 	"github.com/docketlog/docket/log/aws"
+	//lint:ignore SA1019 -storage mysql is served until it is removed (deploy/README.md)
 	"github.com/docketlog/docket/log/mysql"
 	"github.com/docketlog/docket/log/posix"
 	"github.com/docketlog/docket/receipts"

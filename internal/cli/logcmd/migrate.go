@@ -15,6 +15,7 @@ import (
 
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/log/aws"
+	//lint:ignore SA1019 migrate reads -storage mysql logs to move them off it
 	"github.com/docketlog/docket/log/mysql"
 	"github.com/docketlog/docket/log/posix"
 )
