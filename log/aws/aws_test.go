@@ -124,11 +124,16 @@ func entries(is *tlogtest.Issuer, sess string, n int) [][]byte {
 	return out
 }
 
-func (p place) start(t *testing.T, k signer, stateDir string) *writer {
+// start starts a log on the place, with local state in stateDir; mod, if
+// given, changes its configuration.
+func (p place) start(t *testing.T, k signer, stateDir string, mod ...func(*log.Config)) *writer {
 	t.Helper()
 	st := p.open(t, stateDir)
-	l, err := log.New(t.Context(), log.Config{Driver: st.Driver, Index: st.Index, Signer: k.s, VKey: k.vkey,
-		CheckpointInterval: aws.MinCheckpointInterval})
+	cfg := log.Config{Driver: st.Driver, Index: st.Index, Signer: k.s, VKey: k.vkey, CheckpointInterval: aws.MinCheckpointInterval}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	l, err := log.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -662,4 +667,34 @@ func getObject(t *testing.T, p place, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestHealthBucketDown: the log reports itself unhealthy once it cannot
+// read its checkpoint from the bucket (the S3 server is gone) for
+// MaxCheckpointAge, so a load balancer stops sending it writes.
+func TestHealthBucketDown(t *testing.T) {
+	srv := s3test.NewServer(t)
+	p := place{dsn: mysqltest.Database(t), bucket: srv.NewBucket(t), prefix: "log"}
+	k := newSigner(t)
+	w := p.start(t, k, t.TempDir(), func(c *log.Config) {
+		c.RepublishInterval, c.MaxCheckpointAge = time.Second, 2*time.Second
+	})
+	defer w.Log.Close(context.Background())
+	if _, err := w.Add(t.Context(), entries(tlogtest.NewIssuer(t), "s", 1)[0]); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := w.Health(); err != nil {
+		t.Fatalf("Health() with the bucket up = %+v, %v; want ok", h, err)
+	}
+	srv.Stop()
+	for {
+		h, err := w.Health()
+		if err != nil {
+			if h.Status != "stale" || !strings.Contains(err.Error(), "last read") {
+				t.Fatalf("Health() with the bucket down = %+v, %v; want stale: the checkpoint could not be read", h, err)
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -115,12 +115,42 @@ func NewBucket(t testing.TB) Bucket {
 	if srvErr != nil {
 		t.Fatalf("starting the S3 server: %v", srvErr)
 	}
-	b := Bucket{Name: fmt.Sprintf("t%d-%d", os.Getpid(), bucketNo.Add(1)), Endpoint: srv.endpoint}
+	return srv.newBucket(t)
+}
+
+func (s *server) newBucket(t testing.TB) Bucket {
+	t.Helper()
+	b := Bucket{Name: fmt.Sprintf("t%d-%d", os.Getpid(), bucketNo.Add(1)), Endpoint: s.endpoint}
 	if _, err := b.Client().CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(b.Name)}); err != nil {
 		t.Fatalf("creating bucket %s: %v", b.Name, err)
 	}
 	return b
 }
+
+// A Server is a test's own S3 server, for a test that stops it.
+type Server struct{ s *server }
+
+// NewServer starts a server for the test alone, stopped when the test
+// ends; skipped as NewBucket is.
+func NewServer(t testing.TB) *Server {
+	t.Helper()
+	bin := Binary()
+	if bin == "" {
+		t.Skip(Skip)
+	}
+	s, err := start(bin)
+	if err != nil {
+		t.Fatalf("starting the S3 server: %v", err)
+	}
+	t.Cleanup(s.stop)
+	return &Server{s}
+}
+
+// NewBucket creates a bucket on the server.
+func (s *Server) NewBucket(t testing.TB) Bucket { return s.s.newBucket(t) }
+
+// Stop stops the server (SIGTERM). A stopped server cannot start again.
+func (s *Server) Stop() { s.s.proc.Stop() }
 
 // Config returns an AWS SDK configuration with the server's credentials
 // and region.
