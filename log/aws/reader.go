@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/transparency-dev/tessera/api/layout"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/docketlog/docket/log/internal/restore"
 	"github.com/docketlog/docket/log/internal/tiles"
@@ -94,18 +96,44 @@ func (b *bucket) bundle(ctx context.Context, index uint64, w uint8) ([]byte, err
 // the bucket when Tessera's publication record in the database changed,
 // and at least every checkpointTTL, so that a writer polling for a
 // checkpoint that covers its entries costs one small query per poll.
+//
+// Hash tiles are immutable (a tile of a given width never changes), so
+// the reader keeps the last maxTiles it read; and when a checkpoint
+// grows the tree, it fetches at once, in parallel, the tiles that proofs
+// of the new entries need, rather than leave the proof builder to fetch
+// them one after another.
 type reader struct {
 	bucket *bucket
 	db     *sql.DB
 	guard  *restore.Guard
 
-	// cpMu guards cp, cpPub and cpAt: the checkpoint last read from the
-	// bucket, the publication record it was read under, and when.
-	cpMu  sync.Mutex
-	cp    []byte
-	cpPub [2]int64
-	cpAt  time.Time
+	// cpMu guards cp, cpPub, cpAt and cpSize: the checkpoint last read
+	// from the bucket, the publication record it was read under, when, and
+	// its tree size.
+	cpMu   sync.Mutex
+	cp     []byte
+	cpPub  [2]int64
+	cpAt   time.Time
+	cpSize uint64
+
+	// tilesMu guards tiles.
+	tilesMu sync.Mutex
+	tiles   map[tileKey][]byte
+	// fetching shares one read of a tile among those who ask at once.
+	fetching singleflight.Group
 }
+
+// tileKey names a hash tile of a given width (0: full).
+type tileKey struct {
+	level, index uint64
+	w            uint8
+}
+
+// maxTiles bounds the tiles reader keeps (8 KiB each at most).
+const maxTiles = 4096
+
+// maxPrefetch bounds the level-0 tiles fetched ahead for one checkpoint.
+const maxPrefetch = 64
 
 // checkpointTTL is how long reader serves the checkpoint it read while the
 // publication record is unchanged.
@@ -129,13 +157,69 @@ func (r *reader) ReadCheckpoint(ctx context.Context) ([]byte, error) {
 	r.guard.Saw(cp)
 	if !bytes.Equal(cp, r.cp) {
 		r.cp = cp
+		if size, err := restore.Size(cp); err == nil {
+			if r.cpSize > 0 && size > r.cpSize {
+				go r.prefetch(r.cpSize, size)
+			}
+			r.cpSize = size
+		}
 	}
 	r.cpPub, r.cpAt = pub, time.Now()
 	return r.cp, nil
 }
 
 func (r *reader) ReadTile(ctx context.Context, level, index uint64, w uint8) ([]byte, error) {
-	return r.bucket.tile(ctx, level, index, w)
+	k := tileKey{level, index, w}
+	r.tilesMu.Lock()
+	t, ok := r.tiles[k]
+	r.tilesMu.Unlock()
+	if ok {
+		return t, nil
+	}
+	v, err, _ := r.fetching.Do(fmt.Sprint(k), func() (any, error) {
+		// Others may wait on this read: it does not end with the caller.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		t, err := r.bucket.tile(ctx, level, index, w)
+		if err != nil {
+			return nil, err
+		}
+		r.tilesMu.Lock()
+		defer r.tilesMu.Unlock()
+		if r.tiles == nil || len(r.tiles) >= maxTiles {
+			r.tiles = make(map[tileKey][]byte)
+		}
+		r.tiles[k] = t
+		return t, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+// prefetch reads the tiles of a tree of size that hold entries or nodes
+// from old on: those that inclusion proofs in the new tree read.
+func (r *reader) prefetch(old, size uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var g errgroup.Group
+	g.SetLimit(8)
+	for level := uint64(0); ; level++ {
+		shift := layout.TileHeight * (level + 1)
+		first, last := old>>shift, (size-1)>>shift
+		first = max(first, last-min(last, maxPrefetch-1))
+		for index := first; index <= last; index++ {
+			g.Go(func() error {
+				r.ReadTile(ctx, level, index, layout.PartialTileSize(level, index, size))
+				return nil
+			})
+		}
+		if last == 0 {
+			break
+		}
+	}
+	g.Wait()
 }
 
 func (r *reader) ReadEntryBundle(ctx context.Context, index uint64, w uint8) ([]byte, error) {
