@@ -169,7 +169,7 @@ func Open(ctx context.Context, opts Options) (*Storage, error) {
 		return nil, fmt.Errorf("tessera storage: %T has no appender", s.tessera)
 	}
 	r := &reader{bucket: s.bucket, db: db, guard: s.guard}
-	s.Driver = &driver{t: t, r: r, g: s.guard, db: db}
+	s.Driver = &driver{t: t, r: r, g: s.guard, db: db, logger: opts.Logger}
 	// Tessera's AWS driver sequences a batch in a transaction that locks
 	// the SeqCoord row; the index waits for it (see mysqlindex.Open).
 	if s.Index, err = mysqlindex.Open(ctx, db, "SELECT `next` FROM `SeqCoord` WHERE `id` = 0 LOCK IN SHARE MODE"); err != nil {
@@ -273,10 +273,11 @@ func (s *Storage) checkRestore(ctx context.Context, cosigned uint64, by string) 
 // driver is Tessera's AWS driver, with the restore guard on its appender
 // and this package's reader in place of Tessera's.
 type driver struct {
-	t  appenderDriver
-	r  *reader
-	g  *restore.Guard
-	db *sql.DB
+	t      appenderDriver
+	r      *reader
+	g      *restore.Guard
+	db     *sql.DB
+	logger *slog.Logger
 }
 
 // appenderDriver is what Tessera's drivers implement (tessera.Driver is any).
@@ -289,9 +290,11 @@ func (d *driver) Appender(ctx context.Context, opts *tessera.AppendOptions) (*te
 	if err != nil {
 		return nil, nil, err
 	}
-	// Tessera has created its tables now.
+	// Tessera has created its tables now. The trigger only saves latency:
+	// a server that refuses it (binary logging without
+	// log_bin_trust_function_creators) leaves the log working.
 	if _, err := d.db.ExecContext(ctx, publishSlack); err != nil {
-		return nil, nil, fmt.Errorf("mysql schema: creating the publication trigger: %w", err)
+		d.logger.Warn("could not create the publication trigger DocketPublishSlack (see deploy/aws.md): a lone write may wait a second longer for its checkpoint", "err", err)
 	}
 	add := a.Add
 	a.Add = func(ctx context.Context, e *tessera.Entry) tessera.IndexFuture {

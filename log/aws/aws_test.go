@@ -698,3 +698,41 @@ func TestHealthBucketDown(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestWithoutTriggerPrivilege: a database user that may not create the
+// publication trigger still runs the log (the trigger only saves latency).
+func TestWithoutTriggerPrivilege(t *testing.T) {
+	p := newPlace(t)
+	root, err := sql.Open("mysql", p.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	var db string
+	if err := root.QueryRow("SELECT DATABASE()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	user := "u" + db
+	for _, q := range []string{
+		"CREATE USER '" + user + "'@'localhost' IDENTIFIED BY 'pw'",
+		"GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX ON " + db + ".* TO '" + user + "'@'localhost'",
+	} {
+		if _, err := root.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.dsn = user + ":pw@" + strings.TrimPrefix(p.dsn, "root@")
+	k := newSigner(t)
+	w := p.start(t, k, t.TempDir())
+	defer w.close(t)
+	e := entries(tlogtest.NewIssuer(t), "s", 1)[0]
+	r, err := w.Add(t.Context(), e)
+	if err != nil {
+		t.Fatalf("Add without the trigger = %v", err)
+	}
+	k.verify(t, e, r.Proof)
+	var n int
+	if err := root.QueryRow("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ?", db).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("triggers in the database = %d, %v; want none (the user may not create one)", n, err)
+	}
+}
