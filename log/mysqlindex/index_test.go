@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,10 +29,10 @@ const sequenced = "SELECT `next` FROM `TestSeq` WHERE `id` = 0 LOCK IN SHARE MOD
 
 // open opens an index in a new database with the index's tables and a
 // sequencer row at 0.
-func open(t *testing.T) (*mysqlindex.Index, *sql.DB, func() *mysqlindex.Index) {
+func open(t testing.TB) (*mysqlindex.Index, *sql.DB, func() *mysqlindex.Index) {
 	t.Helper()
 	ctx := t.Context()
-	db, err := mysqlindex.Connect(ctx, mysqltest.Database(t), 16)
+	db, err := mysqlindex.Connect(ctx, mysqltest.Database(t), 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,4 +142,22 @@ func TestConnectInterpolates(t *testing.T) {
 	if _, err := mysqlindex.Connect(ctx, "root@tcp(127.0.0.1:1)/", 1); err == nil {
 		t.Errorf("Connect(no database name) = nil, want an error")
 	}
+}
+
+// BenchmarkClaim claims new hashes from 64 goroutines at once, as a
+// writer under load does (a micro-benchmark of one function).
+func BenchmarkClaim(b *testing.B) {
+	x, _, _ := open(b)
+	var n atomic.Uint64
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			h := sha256.Sum256(binary.BigEndian.AppendUint64(nil, n.Add(1)))
+			if _, _, err := x.Claim(context.Background(), h); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
