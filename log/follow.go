@@ -21,16 +21,24 @@ func (l *Log) catchUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading tree size: %w", err)
 	}
+	// A driver that sequences entries before it integrates them
+	// (Tessera's AWS driver) has entries that are durably sequenced, and
+	// indexed from a writer's sequenced batches, but not integrated yet:
+	// the index is ahead of the log only past the next index.
+	next, err := l.reader.NextIndex(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the next index: %w", err)
+	}
 	n, err := l.idx.Covered(ctx)
 	if err != nil {
 		return err
 	}
-	if n > size {
-		l.logger.Warn("dedup index is ahead of the log; truncating it", "covered", n, "size", size)
-		if err := l.idx.Truncate(ctx, size); err != nil {
+	if n > max(size, next) {
+		l.logger.Warn("dedup index is ahead of the log; truncating it", "covered", n, "size", size, "next", next)
+		if err := l.idx.Truncate(ctx, max(size, next)); err != nil {
 			return fmt.Errorf("truncating dedup index: %w", err)
 		}
-		n = size
+		n = max(size, next)
 	}
 	l.coveredN.Store(n)
 	if n < size {

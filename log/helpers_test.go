@@ -8,10 +8,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/docketlog/docket/log/aws/s3test"
 	"github.com/docketlog/docket/log/mysql/mysqltest"
 )
 
-func TestMain(m *testing.M) { os.Exit(mysqltest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := mysqltest.Main(m)
+	s3test.Stop()
+	os.Exit(code)
+}
 
 func removeIfExists(t *testing.T, p string) {
 	t.Helper()
@@ -21,7 +26,8 @@ func removeIfExists(t *testing.T, p string) {
 }
 
 // loseIndex removes the dedup index of a test directory's storage (which
-// must be closed), as an operator who lost it would.
+// must be closed), as an operator who lost it would. The AWS storage's
+// index is in its database, as the MySQL storage's.
 func loseIndex(t *testing.T, dir string) {
 	t.Helper()
 	if dsn, err := os.ReadFile(filepath.Join(dir, mysqlDSNFile)); err == nil {

@@ -538,7 +538,7 @@ func (l *Log) sequencer(ctx context.Context) {
 			res, err := futures[i]()
 			switch {
 			case err == nil || ctx.Err() != nil:
-			case errors.Is(err, tessera.ErrPushback): // none of Docket's drivers pushes back
+			case errors.Is(err, tessera.ErrPushback): // a driver with a bound on entries sequenced but not yet integrated (Tessera's AWS driver)
 				err = fmt.Errorf("%w: %w", ErrOverloaded, err)
 			default:
 				err = fmt.Errorf("%w: %w", ErrNotWritable, err)

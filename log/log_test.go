@@ -19,6 +19,9 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/log/aws"
+	"github.com/docketlog/docket/log/aws/s3test"
+	//lint:ignore SA1019 the log suite runs on -storage mysql while it exists
 	"github.com/docketlog/docket/log/mysql"
 	"github.com/docketlog/docket/log/mysql/mysqltest"
 	"github.com/docketlog/docket/log/posix"
@@ -67,9 +70,16 @@ func newTestLogB(b *testing.B) (*testLog, note.Verifier) {
 // the test's log; without it the log is on POSIX storage in the directory.
 const mysqlDSNFile = "mysql.dsn"
 
+// awsBucketFile, in a test directory beside mysqlDSNFile, holds the
+// endpoint and the name of the S3 bucket that, with the database, holds
+// the test's log on the AWS storage.
+const awsBucketFile = "aws.bucket"
+
 // backends runs f once for each storage backend, with a new test
-// directory set up for it: POSIX, and MySQL on a fresh database of the
-// test server (skipped where mariadbd is not installed).
+// directory set up for it: POSIX, MySQL on a fresh database of the test
+// server (skipped where mariadbd is not installed), and AWS on a fresh
+// database and a fresh bucket of the test S3 server (skipped where
+// either is not installed).
 func backends(t *testing.T, f func(t *testing.T, dir string)) {
 	t.Run("posix", func(t *testing.T) { f(t, t.TempDir()) })
 	t.Run("mysql", func(t *testing.T) {
@@ -79,11 +89,36 @@ func backends(t *testing.T, f func(t *testing.T, dir string)) {
 		}
 		f(t, dir)
 	})
+	t.Run("aws", func(t *testing.T) {
+		dir := t.TempDir()
+		b := s3test.NewBucket(t)
+		if err := os.WriteFile(filepath.Join(dir, mysqlDSNFile), []byte(mysqltest.Database(t)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, awsBucketFile), []byte(b.Endpoint+"\n"+b.Name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f(t, dir)
+	})
 }
 
 // openStorage opens the storage of a test directory.
 func openStorage(t testing.TB, dir string) (tessera.Driver, Index, io.Closer) {
 	t.Helper()
+	if b, err := os.ReadFile(filepath.Join(dir, awsBucketFile)); err == nil {
+		endpoint, bucket, _ := strings.Cut(string(b), "\n")
+		dsn, err := os.ReadFile(filepath.Join(dir, mysqlDSNFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sdk := s3test.Config()
+		st, err := aws.Open(t.Context(), aws.Options{DSN: string(dsn), Bucket: bucket, Endpoint: endpoint,
+			SDKConfig: &sdk, StateDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Driver, st.Index, st
+	}
 	if dsn, err := os.ReadFile(filepath.Join(dir, mysqlDSNFile)); err == nil {
 		st, err := mysql.Open(t.Context(), string(dsn), mysql.Options{StateDir: dir})
 		if err != nil {
@@ -115,8 +150,8 @@ func newTestLog(t testing.TB, dir string, mod func(*Config)) (*testLog, note.Ver
 	}
 	driver, index, st := openStorage(t, dir)
 	cfg := Config{Driver: driver, Index: index, Signer: s, VKey: vkey}
-	if _, ok := index.(*mysql.Index); ok {
-		cfg.CheckpointInterval = mysql.MinCheckpointInterval
+	if _, ok := index.(*mysql.Index); ok { // the MySQL or the AWS storage
+		cfg.CheckpointInterval = max(mysql.MinCheckpointInterval, aws.MinCheckpointInterval)
 	}
 	if mod != nil {
 		mod(&cfg)

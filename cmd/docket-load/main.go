@@ -15,7 +15,14 @@
 //	docket-load -url http://127.0.0.1:7780[,URL...] [-mode docket|tessera] [-rates 250,500,1000] [-duration 10s] [-clients 256] [-lone N]
 //	docket-load -keygen FILE   (a signer key for the baseline server's -private_key)
 //
-// bench.sh in this directory runs both servers side by side.
+// With -mode reads it reads a log instead: for -duration, -clients clients
+// each GET a random hash tile or entry bundle of the tree in the log's
+// checkpoint (full ones, and the partial ones at the right edge), and it
+// reports requests/s and latency; the URL is any tlog-tiles prefix (a
+// docket-log, a bucket, a CDN).
+//
+// bench.sh in this directory runs both servers side by side; bench-aws.sh
+// runs docket-log -storage aws against Tessera's AWS conformance server.
 package main
 
 import (
@@ -37,6 +44,7 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/receipts"
+	"github.com/transparency-dev/tessera/api/layout"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -52,6 +60,7 @@ func main() {
 		label    = flag.String("label", "", "label for the table (default: mode)")
 		keygen   = flag.String("keygen", "", "write a signed-note signer key for a baseline server to this file and exit")
 		lone     = flag.Int("lone", 0, "then send this many lone writes, each after the previous is answered and a random pause of up to 1.5s, and report their submit→proof time")
+		cpURL    = flag.String("checkpoint-url", "", "with -mode tessera-published: the URL prefix of the published checkpoint, if not -url's (a bucket's)")
 	)
 	flag.Parse()
 	if *keygen != "" {
@@ -86,6 +95,13 @@ func main() {
 	var base []string
 	for _, u := range strings.Split(*url, ",") {
 		base = append(base, strings.TrimRight(strings.TrimSpace(u), "/"))
+	}
+	checkpointURL = strings.TrimRight(*cpURL, "/")
+	if *mode == "reads" {
+		fmt.Printf("| target | clients | requests | ok | other | requests/s | p50 ms | p90 ms | p99 ms | max ms |\n")
+		fmt.Printf("|---|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Println(reads(c, base[0], *clients, *duration, *label))
+		return
 	}
 
 	fmt.Printf("| target | offered/s | sent | ok | 503 | other | sustained/s | p50 ms | p90 ms | p99 ms | max ms |\n")
@@ -187,14 +203,17 @@ func (r *result) record(start time.Time, status int, err error) {
 	}
 }
 
+// percentile returns the q quantile of the sorted latencies in ms.
+func (r *result) percentile(q float64) string {
+	if len(r.lat) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(r.lat[min(len(r.lat)-1, int(q*float64(len(r.lat))))].Microseconds())/1000)
+}
+
 func (r *result) row(label, offered string) string {
 	slices.Sort(r.lat)
-	p := func(q float64) string {
-		if len(r.lat) == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.1f", float64(r.lat[min(len(r.lat)-1, int(q*float64(len(r.lat))))].Microseconds())/1000)
-	}
+	p := r.percentile
 	sustained := 0.0
 	if d := r.last.Sub(r.first).Seconds(); d > 0 {
 		sustained = float64(r.ok.Load()) / d
@@ -226,10 +245,16 @@ func post(c *http.Client, base []string, mode string, i int, body []byte) (int, 
 		if err != nil {
 			return 0, fmt.Errorf("conformance server answered %q, not an index", b)
 		}
+		if checkpointURL != "" {
+			u = checkpointURL
+		}
 		publishedOf(c, u).await(idx)
 	}
 	return resp.StatusCode, nil
 }
+
+// checkpointURL is -checkpoint-url.
+var checkpointURL string
 
 // published follows the size of a log's published checkpoint, polling it
 // every 5 ms (as docket-log polls its own), for requests that wait until
@@ -318,32 +343,40 @@ func openLoop(c *http.Client, base []string, mode string, bodies [][]byte, rate,
 // closedLoop runs n clients that each send their next body as soon as the
 // previous one is answered, for d.
 func closedLoop(c *http.Client, base []string, mode string, bodies [][]byte, n int, d time.Duration) *result {
-	r := &result{}
 	var next atomic.Int64
+	return forClients(n, d, func(r *result) bool {
+		i := int(next.Add(1) - 1)
+		if i >= len(bodies) {
+			if !strings.HasPrefix(mode, "tessera") {
+				if i == len(bodies) {
+					fmt.Fprintf(os.Stderr, "docket-load: closed loop: all %d bodies sent before %v: the rate is a floor\n", len(bodies), d)
+				}
+				return false
+			}
+		}
+		r.sent.Add(1)
+		start := time.Now()
+		b := bodies[i%len(bodies)]
+		if i >= len(bodies) {
+			b = distinct(b, i)
+		}
+		st, err := post(c, base, mode, i, b)
+		r.record(start, st, err)
+		return true
+	})
+}
+
+// forClients runs n clients that each call one until d has passed or it
+// returns false, and returns what they recorded.
+func forClients(n int, d time.Duration, one func(*result) bool) *result {
+	r := &result{}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var wg sync.WaitGroup
 	r.first = time.Now()
 	for range n {
 		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= len(bodies) {
-					if !strings.HasPrefix(mode, "tessera") {
-						if i == len(bodies) {
-							fmt.Fprintf(os.Stderr, "docket-load: closed loop: all %d bodies sent before %v: the rate is a floor\n", len(bodies), d)
-						}
-						return
-					}
-				}
-				r.sent.Add(1)
-				start := time.Now()
-				b := bodies[i%len(bodies)]
-				if i >= len(bodies) {
-					b = distinct(b, i)
-				}
-				st, err := post(c, base, mode, i, b)
-				r.record(start, st, err)
+			for ctx.Err() == nil && one(r) {
 			}
 		})
 	}
@@ -374,4 +407,54 @@ func loneWrites(c *http.Client, base []string, mode string, bodies [][]byte) *re
 func distinct(body []byte, i int) []byte {
 	b := bytes.TrimSuffix(bytes.TrimSpace(body), []byte("}"))
 	return fmt.Appendf(b[:len(b):len(b)], `,"n":%d}`, i)
+}
+
+// reads runs n clients that GET random tiles and entry bundles of the tree
+// in base's checkpoint for d, and returns the table row.
+func reads(c *http.Client, base string, n int, d time.Duration, label string) string {
+	resp, err := c.Get(base + "/checkpoint")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "docket-load: error: %v\n", err)
+		os.Exit(1)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	lines := strings.SplitN(string(b), "\n", 3)
+	size := uint64(0)
+	if len(lines) == 3 {
+		size, err = strconv.ParseUint(lines[1], 10, 64)
+	}
+	if resp.StatusCode != 200 || size == 0 || err != nil {
+		fmt.Fprintf(os.Stderr, "docket-load: error: %s/checkpoint: %d %q\n", base, resp.StatusCode, b)
+		os.Exit(1)
+	}
+	// The level-0 tiles and the entry bundles of the tree, full and partial.
+	var paths []string
+	for i := uint64(0); i*layout.EntryBundleWidth < size; i++ {
+		w := layout.PartialTileSize(0, i, size)
+		paths = append(paths, "/"+layout.TilePath(0, i, w), "/"+layout.EntriesPath(i, w))
+	}
+	if n <= 0 {
+		n = 64
+	}
+	r := forClients(n, d, func(r *result) bool {
+		r.sent.Add(1)
+		start := time.Now()
+		resp, err := c.Get(base + paths[mrand.IntN(len(paths))])
+		st := 0
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			st = resp.StatusCode
+		}
+		r.record(start, st, err)
+		return true
+	})
+	slices.Sort(r.lat)
+	p := r.percentile
+	if e := r.firstErr.Load(); e != nil {
+		fmt.Fprintf(os.Stderr, "docket-load: %s: first error: %v\n", label, e)
+	}
+	return fmt.Sprintf("| %s | %d | %d | %d | %d | %.0f | %s | %s | %s | %s |", label, n, r.sent.Load(), r.ok.Load(),
+		r.other.Load()+r.busy.Load(), float64(r.ok.Load())/time.Since(r.first).Seconds(), p(0.5), p(0.9), p(0.99), p(1))
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/internal/cli/clitest"
+	"github.com/docketlog/docket/log/aws/s3test"
 	"github.com/docketlog/docket/log/mysql/mysqltest"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
@@ -45,9 +46,15 @@ type runFunc func() int
 
 func (f runFunc) Run() int { return f() }
 
-// TestMain answers as the commands (clitest) and starts the MariaDB server
-// the MySQL tests share (mysqltest).
-func TestMain(m *testing.M) { clitest.Main(runFunc(func() int { return mysqltest.Main(m) })) }
+// TestMain answers as the commands (clitest) and stops the MariaDB and S3
+// servers that the MySQL and AWS tests share (mysqltest, s3test).
+func TestMain(m *testing.M) {
+	clitest.Main(runFunc(func() int {
+		code := mysqltest.Main(m)
+		s3test.Stop()
+		return code
+	}))
+}
 
 func freeAddr(t *testing.T) string {
 	t.Helper()

@@ -37,9 +37,8 @@ func (tl *testLog) startMySQL(t *testing.T, name, addr, dsn string, args ...stri
 
 // TestMySQLWriters runs two docket-log processes on one database under
 // concurrent load in which every entry is submitted to both at once, and
-// SIGKILLs one of them mid-load: the log holds exactly the distinct
-// entries, each once, every acknowledged entry is at the index its
-// verified proof gave, and Tessera's fsck passes over the served tiles.
+// SIGKILLs one of them mid-load (see testWriters); the log is read from
+// the surviving writer.
 func TestMySQLWriters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two writers and kills one under load")
@@ -48,6 +47,16 @@ func TestMySQLWriters(t *testing.T) {
 	tl := newTestLog(t)
 	a := tl.startMySQL(t, "a", tl.addr, dsn)
 	b := tl.startMySQL(t, "b", freeAddr(t), dsn)
+	testWriters(t, tl, a, b, a.url)
+}
+
+// testWriters loads two writers a and b of tl's log: every entry is
+// submitted to both at once, and b is SIGKILLed mid-load. The log, read
+// through the tlog-tiles API at read, holds exactly the distinct entries,
+// each once, every acknowledged entry is at the index its verified proof
+// gave, and Tessera's fsck passes over read.
+func testWriters(t *testing.T, tl *testLog, a, b *proc, read string) {
+	t.Helper()
 	pv, err := c2sp.NewProofVerifier(tl.vkey, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +109,7 @@ func TestMySQLWriters(t *testing.T) {
 	wg.Wait()
 	<-killed
 
-	cp, _, _, err := f_log.ParseCheckpoint(get(t, a.url+"/checkpoint").body, tl.verifier.Name(), tl.verifier)
+	cp, _, _, err := f_log.ParseCheckpoint(get(t, read+"/checkpoint").body, tl.verifier.Name(), tl.verifier)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +125,7 @@ func TestMySQLWriters(t *testing.T) {
 	}
 
 	// Every acknowledged entry is in the served entry bundles at its index.
-	u, _ := url.Parse(a.url)
+	u, _ := url.Parse(read + "/")
 	f, err := tclient.NewHTTPFetcher(u, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +149,7 @@ func TestMySQLWriters(t *testing.T) {
 		}
 	}
 
-	// Tessera's fsck over the tiles served from the database.
+	// Tessera's fsck over the served tiles.
 	hasher := func(bundle []byte) ([][]byte, error) {
 		var eb api.EntryBundle
 		if err := eb.UnmarshalText(bundle); err != nil {
@@ -200,24 +209,7 @@ func testStaleRestore(t *testing.T, byWitness bool) {
 	if byWitness {
 		// A witness that cosigned the log at size 3; this docket-log's
 		// storage directory is new.
-		w := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != "/"+c2sp.LogID(tl.verifier.Name())+"/checkpoint" {
-				http.NotFound(w, r)
-				return
-			}
-			w.Write(cp)
-		}))
-		defer w.Close()
-		_, wvkey, err := c2sp.GenerateKey("w1.example")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cosig, err := c2sp.CosignatureVKey(wvkey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		policy := filepath.Join(tl.dir, "witnesses.policy")
-		os.WriteFile(policy, []byte(fmt.Sprintf("log %s\nwitness w1 %s %s\nquorum w1\n", tl.vkey, cosig, w.URL)), 0o644)
+		policy := tl.cosignedBy(t, "w1", cp)
 		args = append(args[:len(args)-1], filepath.Join(tl.dir, "b"), "-witness-policy", policy)
 		want = "witness w1 has cosigned a checkpoint of this log with 3"
 	}
@@ -227,4 +219,32 @@ func testStaleRestore(t *testing.T, byWitness bool) {
 	if err == nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), "point-in-time recovery") {
 		t.Fatalf("docket-log on a restored database = %v\n%s\nwant a refusal (%q) that explains the recovery", err, string(out), want)
 	}
+}
+
+// cosignedBy serves checkpoint cp of tl's log as the latest that a witness
+// named name has cosigned (GET /<log ID>/checkpoint), and returns the path
+// of a witness policy that lists it.
+func (tl *testLog) cosignedBy(t *testing.T, name string, cp []byte) string {
+	t.Helper()
+	w := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/"+c2sp.LogID(tl.verifier.Name())+"/checkpoint" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(cp)
+	}))
+	t.Cleanup(w.Close)
+	_, wvkey, err := c2sp.GenerateKey(name + ".example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cosig, err := c2sp.CosignatureVKey(wvkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(t.TempDir(), "witnesses.policy")
+	if err := os.WriteFile(policy, fmt.Appendf(nil, "log %s\nwitness %s %s %s\nquorum %s\n", tl.vkey, name, cosig, w.URL, name), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return policy
 }

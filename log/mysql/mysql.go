@@ -5,28 +5,31 @@
 // and a guard that refuses to write to a tree that is smaller than a
 // checkpoint this writer has seen published (the database was restored
 // from an older copy). Open returns them for log.Config.
+//
+// Deprecated: Tessera removed its MySQL driver from main (transparency-dev/tessera#901);
+// it lives on only in the v1.0.x patch line that Docket pins. New logs go
+// on -storage aws (package aws: any MySQL-compatible database plus any
+// S3-compatible object store), and `docket-log migrate` moves an existing
+// one there; this package goes when Docket moves to a Tessera release
+// without the driver (see deploy/README.md).
 package mysql
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/transparency-dev/tessera"
 	tmysql "github.com/transparency-dev/tessera/storage/mysql"
 
-	"github.com/docketlog/docket/internal/durable"
+	"github.com/docketlog/docket/log/internal/restore"
+	"github.com/docketlog/docket/log/internal/tiles"
+	"github.com/docketlog/docket/log/mysqlindex"
 )
 
 // MinCheckpointInterval is the shortest checkpoint interval Tessera's
@@ -73,6 +76,10 @@ type Options struct {
 	CosignedBy string
 }
 
+// Index is the dedup index shared by the database's writers (see package
+// mysqlindex).
+type Index = mysqlindex.Index
+
 // Storage is an opened database.
 type Storage struct {
 	// Driver is Tessera's MySQL driver, with the restore guard.
@@ -93,7 +100,10 @@ type Storage struct {
 
 // ErrStaleTree is the restore guard's error: the database's tree is
 // smaller than a checkpoint that was published from it.
-var ErrStaleTree = errors.New("the log's tree is smaller than a checkpoint it has published")
+var ErrStaleTree = restore.ErrStaleTree
+
+// recovery is how to recover from a stale restore, for the guard's errors.
+const recovery = "Recover the missing entries (binlog point-in-time recovery to the time of the failure; see deploy/mysql.md)"
 
 // Open connects to the database named in dsn (go-sql-driver form,
 // user:password@tcp(host:3306)/dbname), creates or migrates the schema,
@@ -103,22 +113,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Storage, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	cfg, err := gomysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("mysql dsn: %w", err)
-	}
-	if cfg.DBName == "" {
-		return nil, errors.New("mysql dsn: no database name (user:password@tcp(host:3306)/dbname)")
-	}
-	n := opts.MaxOpenConns
-	if n <= 0 {
-		n = 64
-	}
-	db, err := pool(cfg.FormatDSN(), n)
+	db, err := mysqlindex.Connect(ctx, dsn, opts.MaxOpenConns)
 	if err != nil {
 		return nil, err
 	}
-	tdb, err := pool(cfg.FormatDSN(), 16)
+	tdb, err := mysqlindex.Connect(ctx, dsn, 16)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -130,30 +129,27 @@ func Open(ctx context.Context, dsn string, opts Options) (*Storage, error) {
 			s.Close()
 		}
 	}()
-	if err := db.PingContext(ctx); err != nil {
-		return nil, fmt.Errorf("mysql: %w", err)
-	}
 	if err := migrate(ctx, db); err != nil {
 		return nil, fmt.Errorf("mysql schema: %w", err)
 	}
-	g := &guard{logger: opts.Logger}
+	var guardFile string
 	if opts.StateDir != "" {
-		g.path = filepath.Join(opts.StateDir, HighWaterFile)
-		if err := g.load(); err != nil {
-			return nil, err
-		}
+		guardFile = filepath.Join(opts.StateDir, HighWaterFile)
+	}
+	g, err := restore.Load(guardFile, recovery, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	if opts.StateDir != "" {
 		var size uint64
 		if err := db.QueryRowContext(ctx, "SELECT `size` FROM `TreeState` WHERE `id` = 0").Scan(&size); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("mysql: reading the tree size: %w", err)
 		}
-		if err := g.check(size); err != nil {
+		if err := g.Check("the database", size); err != nil {
 			return nil, err
 		}
-		if size < opts.Cosigned {
-			return nil, fmt.Errorf("%w: the database holds %d entries, but witness %s has cosigned a checkpoint of this log with %d. "+
-				"The database was restored from an older copy; writing to it would fork the log, and the witness would refuse it forever. "+
-				"Recover the missing entries (binlog point-in-time recovery to the time of the failure; see deploy/mysql.md) and start again",
-				ErrStaleTree, size, opts.CosignedBy, opts.Cosigned)
+		if err := g.Witnessed("the database", size, opts.Cosigned, opts.CosignedBy); err != nil {
+			return nil, err
 		}
 	}
 	t, err := tmysql.New(ctx, tdb)
@@ -161,7 +157,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Storage, error) {
 		return nil, fmt.Errorf("tessera storage: %w", err)
 	}
 	s.Driver = &driver{t: t, g: g}
-	if s.Index, err = OpenIndex(ctx, db); err != nil {
+	// Tessera's MySQL driver sequences and integrates in one transaction
+	// that locks TreeState.
+	if s.Index, err = mysqlindex.Open(ctx, db, "SELECT `size` FROM `TreeState` WHERE `id` = 0 LOCK IN SHARE MODE"); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -187,6 +185,14 @@ func (s *Storage) Probe(ctx context.Context) error {
 	return err
 }
 
+// Reader returns a reader of the log in the database that appends nothing:
+// its checkpoint, and its tiles and entry bundles trimmed to the width
+// asked for (docket-log migrate reads the log through it).
+func (s *Storage) Reader() tessera.LogReader {
+	d := s.Driver.(*driver)
+	return &reader{LogReader: d.t, g: d.g}
+}
+
 // Close closes the index and the connection pool. The log using the
 // storage must be closed first.
 func (s *Storage) Close() error {
@@ -197,21 +203,11 @@ func (s *Storage) Close() error {
 	return errors.Join(err, s.DB.Close(), s.tdb.Close())
 }
 
-func pool(dsn string, n int) (*sql.DB, error) {
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("mysql: %w", err)
-	}
-	db.SetMaxOpenConns(n)
-	db.SetMaxIdleConns(n)
-	return db, nil
-}
-
 // driver is Tessera's MySQL driver with the restore guard around its
 // appender and reader.
 type driver struct {
 	t *tmysql.Storage
-	g *guard
+	g *restore.Guard
 }
 
 func (d *driver) Appender(ctx context.Context, opts *tessera.AppendOptions) (*tessera.Appender, tessera.LogReader, error) {
@@ -221,7 +217,7 @@ func (d *driver) Appender(ctx context.Context, opts *tessera.AppendOptions) (*te
 	}
 	add := a.Add
 	a.Add = func(ctx context.Context, e *tessera.Entry) tessera.IndexFuture {
-		if err := d.g.tripped(); err != nil {
+		if err := d.g.Tripped(); err != nil {
 			return func() (tessera.Index, error) { return tessera.Index{}, err }
 		}
 		return add(ctx, e)
@@ -236,132 +232,35 @@ func (d *driver) Appender(ctx context.Context, opts *tessera.AppendOptions) (*te
 // and it is served as immutable.
 type reader struct {
 	tessera.LogReader
-	g *guard
+	g *restore.Guard
 }
 
 func (r *reader) ReadTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
 	t, err := r.LogReader.ReadTile(ctx, level, index, p)
-	if err != nil || p == 0 {
-		return t, err
+	if err != nil {
+		return nil, err
 	}
-	if n := int(p) * sha256.Size; len(t) > n {
-		t = t[:n]
+	if t, err = tiles.TrimTile(t, p); err != nil {
+		return nil, fmt.Errorf("tile %d/%d: %w", level, index, err)
 	}
 	return t, nil
 }
 
 func (r *reader) ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
 	b, err := r.LogReader.ReadEntryBundle(ctx, index, p)
-	if err != nil || p == 0 {
-		return b, err
+	if err != nil {
+		return nil, err
 	}
-	if b, err = trimBundle(b, int(p)); err != nil {
+	if b, err = tiles.TrimBundle(b, p); err != nil {
 		return nil, fmt.Errorf("entry bundle %d: %w", index, err)
 	}
 	return b, nil
 }
 
-// trimBundle returns the first n entries of an entry bundle, whose entries
-// are each a 2-byte big-endian length and that many bytes.
-func trimBundle(b []byte, n int) ([]byte, error) {
-	off := 0
-	for range n {
-		if off+2 > len(b) {
-			return nil, fmt.Errorf("fewer than %d entries", n)
-		}
-		off += 2 + int(binary.BigEndian.Uint16(b[off:]))
-	}
-	if off > len(b) {
-		return nil, fmt.Errorf("fewer than %d entries", n)
-	}
-	return b[:off], nil
-}
-
 func (r *reader) ReadCheckpoint(ctx context.Context) ([]byte, error) {
 	raw, err := r.LogReader.ReadCheckpoint(ctx)
 	if err == nil {
-		r.g.saw(raw)
+		r.g.Saw(raw)
 	}
 	return raw, err
-}
-
-// guard is the restore guard: it keeps, in a local file, the size of the
-// largest checkpoint published from the database that this writer has
-// seen, and refuses writes once the database's tree or checkpoint is
-// smaller.
-type guard struct {
-	path   string
-	logger *slog.Logger
-
-	mu    sync.Mutex
-	high  uint64
-	last  []byte // the last checkpoint seen
-	stale error
-}
-
-func (g *guard) load() error {
-	b, err := os.ReadFile(g.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("restore guard: %w", err)
-	}
-	if g.high, err = strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64); err != nil {
-		return fmt.Errorf("restore guard: %s: %w", g.path, err)
-	}
-	return nil
-}
-
-func (g *guard) check(size uint64) error {
-	if size >= g.high {
-		return nil
-	}
-	return fmt.Errorf("%w: the database holds %d entries, but this docket-log saw a checkpoint of %d entries published (recorded in %s). "+
-		"The database was restored from an older copy; writing to it would fork the log, and witnesses that cosigned the larger tree would refuse it forever. "+
-		"Recover the missing entries (binlog point-in-time recovery to the time of the failure; see deploy/mysql.md) and start again. "+
-		"Remove %s only if the larger checkpoint never left this machine",
-		ErrStaleTree, size, g.high, g.path, g.path)
-}
-
-func (g *guard) tripped() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.stale
-}
-
-// saw records checkpoint raw (its size is its second line).
-func (g *guard) saw(raw []byte) {
-	if g.path == "" {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if bytes.Equal(raw, g.last) {
-		return
-	}
-	g.last = bytes.Clone(raw)
-	lines := bytes.SplitN(raw, []byte("\n"), 3)
-	if len(lines) < 3 {
-		return
-	}
-	size, err := strconv.ParseUint(string(lines[1]), 10, 64)
-	if err != nil {
-		return
-	}
-	if err := g.check(size); err != nil {
-		if g.stale == nil {
-			g.logger.Error("refusing to write", "err", err)
-		}
-		g.stale = err
-		return
-	}
-	if size == g.high {
-		return
-	}
-	if err := durable.WriteFile(g.path, []byte(strconv.FormatUint(size, 10)+"\n"), 0o600); err != nil {
-		g.logger.Error("restore guard: recording the published size", "err", err)
-		return
-	}
-	g.high = size
 }

@@ -1,7 +1,8 @@
 // Package logcmd is the docket-log command: Docket's transparency log, a
-// Tessera log on POSIX storage or in a MySQL/MariaDB database that accepts
-// receipts (POST /add), answers each with a
-// c2sp.org/tlog-proof@v1, and serves the C2SP tlog-tiles read API.
+// Tessera log on POSIX storage, in a MySQL/MariaDB database, or in a
+// MySQL-compatible database plus an S3-compatible object store, that
+// accepts receipts (POST /add), answers each with a c2sp.org/tlog-proof@v1,
+// and serves the C2SP tlog-tiles read API (from the bucket, with -storage aws).
 package logcmd
 
 import (
@@ -27,6 +28,8 @@ import (
 
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/log"
+	"github.com/docketlog/docket/log/aws"
+	//lint:ignore SA1019 -storage mysql is served until it is removed (deploy/README.md)
 	"github.com/docketlog/docket/log/mysql"
 	"github.com/docketlog/docket/log/posix"
 	"github.com/docketlog/docket/receipts"
@@ -34,9 +37,15 @@ import (
 
 const usage = `Usage:
     docket-log [options]
+    docket-log migrate -key FILE (-from DIR | -from-mysql DSN) -mysql-dsn DSN -s3-bucket NAME ...
+                                   (moves a log to -storage aws; docket-log migrate -h)
 
-Runs a Docket transparency log on Tessera POSIX storage, or in a MySQL or
-MariaDB database that several docket-log processes may write at once.
+Runs a Docket transparency log on Tessera POSIX storage, in a MySQL or
+MariaDB database, or in a MySQL-compatible database plus an S3-compatible
+bucket (-storage aws); several docket-log processes may write to either of
+the last two at once. With -storage aws, readers fetch the log from the
+bucket's (or a CDN's) URL, and docket-log answers only POST /add and /health
+unless -serve-reads.
 
 API:
     POST /add                      one entry {"public_key","receipt"} → 200 c2sp.org/tlog-proof@v1
@@ -56,12 +65,20 @@ API:
 
 Options:
     -listen ADDR              address to listen on (default 127.0.0.1:7780)
-    -storage posix|mysql      where the log is (default posix)
+    -storage posix|mysql|aws  where the log is (default posix)
     -storage-dir DIR          Tessera POSIX storage directory (default ./docket-data); with
-                              -storage mysql, only this writer's local state (a generated key,
-                              the restore guard's record of the largest published checkpoint)
-    -mysql-dsn DSN            with -storage mysql: user:password@tcp(host:3306)/dbname (go-sql-driver
-                              form); the schema is created or migrated at start
+                              -storage mysql or aws, only this writer's local state (a generated
+                              key, the restore guard's record of the largest published checkpoint)
+    -mysql-dsn DSN            with -storage mysql or aws: user:password@tcp(host:3306)/dbname
+                              (go-sql-driver form); the schema is created or migrated at start
+    -s3-bucket NAME           with -storage aws: the bucket of the log's tiles, bundles and
+                              checkpoint; credentials and region from the AWS SDK's default chain
+                              (AWS_ACCESS_KEY_ID, AWS_REGION, AWS_PROFILE, ~/.aws, instance roles)
+    -s3-prefix P              with -storage aws: key prefix of the log's objects in the bucket
+    -s3-endpoint URL          with -storage aws: an S3-compatible server other than AWS (MinIO,
+                              Versity, SeaweedFS, Ceph), addressed path-style
+    -serve-reads              with -storage aws: also serve the read API, from the bucket
+                              (small deployments; otherwise readers use the bucket's URL)
     -key FILE                 note signer key (docket keygen -log ORIGIN -o FILE); without it a
                               key is made on first start in DIR/.docket-log/log.key
     -origin NAME              origin of a generated key (default localhost/docket-log)
@@ -70,7 +87,7 @@ Options:
     -issuers FILE             JWKS of the issuer keys allowed to write
     -tokens FILE              bearer tokens allowed to write, one per line (mode 0600)
     -checkpoint-interval D    minimum time between checkpoints (default 100ms; 1s, the least
-                              Tessera's MySQL driver accepts, with -storage mysql)
+                              Tessera's MySQL and AWS drivers accept, with -storage mysql or aws)
     -republish D              re-sign an unchanged checkpoint this often (default 10s)
     -batch-size N             largest sequencing batch (default 1024); batches form while the
                               previous one is written (group commit), so there is no batch timer
@@ -90,12 +107,19 @@ Examples:
     docket-log -key log.key -storage-dir /var/lib/docket-log
     docket-log -key log.key -witness-policy witnesses.policy
     docket-log -key log.key -storage mysql -mysql-dsn 'docket:PASS@tcp(db:3306)/docketlog'
+    docket-log -key log.key -storage aws -mysql-dsn 'docket:PASS@tcp(db:3306)/docketlog' \
+        -s3-bucket example-log -s3-prefix docket
 `
 
 // Run runs the docket-log command line args (without the program name)
 // until ctx is done or the process gets SIGTERM or SIGINT, and returns the
 // process exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "migrate" {
+		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		return runMigrate(ctx, args[1:], stdout, stderr)
+	}
 	fl := flag.NewFlagSet("docket-log", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, usage) }
@@ -104,6 +128,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		storageKind   = fl.String("storage", "posix", "")
 		storageDir    = fl.String("storage-dir", "./docket-data", "")
 		mysqlDSN      = fl.String("mysql-dsn", "", "")
+		s3Bucket      = fl.String("s3-bucket", "", "")
+		s3Prefix      = fl.String("s3-prefix", "", "")
+		s3Endpoint    = fl.String("s3-endpoint", "", "")
+		serveReads    = fl.Bool("serve-reads", false, "")
 		keyFile       = fl.String("key", "", "")
 		origin        = fl.String("origin", "", "")
 		policyFile    = fl.String("witness-policy", "", "")
@@ -198,10 +226,13 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if *storageKind != "aws" && (*s3Bucket != "" || *s3Prefix != "" || *s3Endpoint != "" || *serveReads) {
+		return fail("-s3-bucket, -s3-prefix, -s3-endpoint and -serve-reads need -storage aws")
+	}
 	switch *storageKind {
 	case "posix":
 		if *mysqlDSN != "" {
-			return fail("-mysql-dsn needs -storage mysql")
+			return fail("-mysql-dsn needs -storage mysql or aws")
 		}
 		st, err := posix.Open(ctx, *storageDir, &http.Client{Timeout: cfg.WitnessTimeout}, logger)
 		if err != nil {
@@ -226,8 +257,25 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		defer st.Close()
 		cfg.Driver, cfg.Index, cfg.Probe = st.Driver, st.Index, st.Probe
+	case "aws":
+		if *mysqlDSN == "" || *s3Bucket == "" {
+			return fail("-storage aws needs -mysql-dsn and -s3-bucket")
+		}
+		if !flagSet(fl, "checkpoint-interval") {
+			cfg.CheckpointInterval = aws.MinCheckpointInterval
+		}
+		opts := aws.Options{DSN: *mysqlDSN, Bucket: *s3Bucket, Prefix: *s3Prefix, Endpoint: *s3Endpoint,
+			StateDir: filepath.Join(*storageDir, posix.StateDir), HTTPClient: &http.Client{Timeout: cfg.WitnessTimeout},
+			MaxOpenConns: 64, Logger: logger}
+		opts.Cosigned, opts.CosignedBy = witnessedSize(ctx, cfg.WitnessPolicy, cfg.VKey, logger)
+		st, err := aws.Open(ctx, opts)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer st.Close()
+		cfg.Driver, cfg.Index = st.Driver, st.Index
 	default:
-		return fail("-storage %q: want posix or mysql", *storageKind)
+		return fail("-storage %q: want posix, mysql or aws", *storageKind)
 	}
 	l, err := log.New(ctx, cfg)
 	if err != nil {
@@ -243,8 +291,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fail("-max-conns %d: want at least 1", maxConns)
 	}
 	limited := log.LimitConns(ln, maxConns)
+	handler := l.Handler()
+	if *storageKind == "aws" && !*serveReads {
+		handler = writesOnly(handler)
+	}
 	srv := &http.Server{
-		Handler: l.Handler(),
+		Handler: handler,
 		// An entry is at most 64 KiB: a body that takes longer than
 		// ReadTimeout is refused, and a slow or silent client holds a
 		// connection only briefly.
@@ -275,6 +327,21 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	logger.Info("stopped")
 	return 0
+}
+
+// writesOnly answers the read API (checkpoint, tiles) with 404 and a
+// JSON error pointing readers at the bucket, and passes the rest to h.
+func writesOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/checkpoint" || strings.HasPrefix(r.URL.Path, "/tile/") {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error":"not_found","message":"this docket-log serves writes only: read the log at its public URL (the bucket's or a CDN's)"}`+"\n")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // readTokens reads writer tokens, one per line (# comments), from a file

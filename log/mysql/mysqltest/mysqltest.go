@@ -14,11 +14,11 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/docketlog/docket/internal/testproc"
 )
 
 // Skip is the message of a test skipped for want of a server.
@@ -34,8 +34,7 @@ var (
 type server struct {
 	dir    string
 	socket string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc   *testproc.Proc
 }
 
 // Main runs the tests and then stops the server if a test started it.
@@ -106,7 +105,7 @@ func start() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{dir: dir, socket: filepath.Join(dir, "sock"), exited: make(chan struct{})}
+	s := &server{dir: dir, socket: filepath.Join(dir, "sock")}
 	data := filepath.Join(dir, "data")
 	u, err := user.Current()
 	if err != nil {
@@ -119,54 +118,29 @@ func start() (*server, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("mariadb-install-db: %v\n%s", err, out)
 	}
-	log, err := os.Create(filepath.Join(dir, "mariadbd.log"))
-	if err != nil {
-		return nil, err
-	}
-	s.cmd = exec.Command(binary("mariadbd", "mysqld"), "--no-defaults",
+	cmd := exec.Command(binary("mariadbd", "mysqld"), "--no-defaults",
 		"--datadir="+data, "--socket="+s.socket, "--skip-networking", "--user="+u.Username,
 		"--pid-file="+filepath.Join(dir, "pid"), "--log-error="+filepath.Join(dir, "error.log"),
 		"--innodb-buffer-pool-size=256M", "--innodb-log-file-size=256M",
 		"--innodb-flush-log-at-trx-commit=1", "--max-connections=500")
-	s.cmd.Stdout, s.cmd.Stderr = log, log
-	if err := s.cmd.Start(); err != nil {
+	if s.proc, err = testproc.Start(cmd, filepath.Join(dir, "mariadbd.log")); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	go func() { s.cmd.Wait(); log.Close(); close(s.exited) }()
 	db, err := sql.Open("mysql", s.dsn(""))
 	if err != nil {
 		s.stop()
 		return nil, err
 	}
 	defer db.Close()
-	// Wait for the server to answer; give up if it exits, or after a minute.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
-		if err := db.PingContext(ctx); err == nil {
-			return s, nil
-		}
-		select {
-		case <-s.exited:
-			b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("mariadbd exited at start:\n%s", b)
-		case <-ctx.Done():
-			s.stop()
-			return nil, fmt.Errorf("mariadbd did not answer within a minute")
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := s.proc.Ready(func(ctx context.Context) bool { return db.PingContext(ctx) == nil }, filepath.Join(dir, "error.log")); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
 	}
+	return s, nil
 }
 
 func (s *server) stop() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(30 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
+	s.proc.Stop()
 	os.RemoveAll(s.dir)
 }

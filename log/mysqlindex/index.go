@@ -1,4 +1,10 @@
-package mysql
+// Package mysqlindex is the strict dedup index of a Docket log whose
+// writers coordinate in a MySQL-compatible database (MySQL, MariaDB,
+// Aurora): leaf hash → first index, in tables beside the Tessera driver's,
+// shared by every docket-log writing to the log. It implements log.Index
+// and log.Claimer. The storages of package mysql (Tessera's MySQL driver)
+// and package aws (Tessera's AWS driver) open it in their database.
+package mysqlindex
 
 import (
 	"context"
@@ -18,6 +24,11 @@ const claimPoll = 5 * time.Millisecond
 // connection ids): a writer normally holds a claim for one sequencing round.
 const ClaimTTL = time.Minute
 
+// deathGrace is how long a writer waits, after it found the owner of a
+// claim gone, before it reads how many entries the log has sequenced: the
+// dead writer's other connections may still have a commit in flight.
+const deathGrace = time.Second
+
 // Index is a log's strict dedup index in MySQL, shared by every docket-log
 // writing to the database. It implements log.Index and log.Claimer: the
 // leaf hash is the table's primary key, Add and Truncate run in
@@ -33,15 +44,22 @@ type Index struct {
 	db    *sql.DB
 	conn  *sql.Conn // held open: its id owns this writer's claims
 	owner uint64
+	// sequenced is a query of one row and column: how many entries the
+	// log has sequenced, committed or not (a locking read).
+	sequenced string
 }
 
-// OpenIndex opens the index in db, whose schema migrate has created.
-func OpenIndex(ctx context.Context, db *sql.DB) (*Index, error) {
+// Open opens the index in db, whose tables Schema has created.
+// sequenced is a query that returns how many entries the log has
+// sequenced, which must wait for (lock in share mode) the row a
+// sequencing transaction updates: a claim of a dead writer is taken over
+// only once the index covers every entry sequenced before it died.
+func Open(ctx context.Context, db *sql.DB, sequenced string) (*Index, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	x := &Index{db: db, conn: conn}
+	x := &Index{db: db, conn: conn, sequenced: sequenced}
 	// The connection stays idle: keep the server from closing it (the
 	// default wait_timeout is 8 hours), which would end this writer's
 	// claims while it holds them.
@@ -209,6 +227,7 @@ func (x *Index) Truncate(ctx context.Context, size uint64) error {
 // ctx is done) for that writer to index the entry or let the claim go.
 // The claim ends when Add indexes h, or by Release.
 func (x *Index) Claim(ctx context.Context, h [32]byte) (index uint64, found bool, err error) {
+	var d dead
 	for {
 		// One statement for the common case, a new entry: claim h unless
 		// the index holds it. The index is read as committed (INSERT …
@@ -227,7 +246,7 @@ func (x *Index) Claim(ctx context.Context, h [32]byte) (index uint64, found bool
 		if i, ok, err := x.Lookup(ctx, h); err != nil || ok {
 			return i, ok, err
 		}
-		took, err := x.takeOver(ctx, h)
+		took, err := x.takeOver(ctx, h, &d)
 		if err != nil {
 			return 0, false, err
 		}
@@ -247,10 +266,24 @@ func (x *Index) Claim(ctx context.Context, h [32]byte) (index uint64, found bool
 	}
 }
 
+// dead is a claim whose owner Claim found gone, and what taking it over
+// waits for.
+type dead struct {
+	owner uint64
+	at    int64     // the claim's claimed_at
+	seen  time.Time // when the owner was found gone
+	// target is how many entries the log had sequenced once deathGrace
+	// had passed (read is true once it is known).
+	target uint64
+	read   bool
+}
+
 // takeOver makes the claim on h this writer's if its owner is gone (or
-// the claim is older than ClaimTTL) and the index covers the whole tree,
-// so that whatever the owner appended before it died is in the index.
-func (x *Index) takeOver(ctx context.Context, h [32]byte) (bool, error) {
+// the claim is older than ClaimTTL) and the index covers every entry
+// sequenced by then, so that whatever the owner appended before it died
+// is found in the index, not appended again. d carries what an earlier
+// call of the same Claim learned.
+func (x *Index) takeOver(ctx context.Context, h [32]byte, d *dead) (bool, error) {
 	var owner uint64
 	var at int64
 	err := x.db.QueryRowContext(ctx, "SELECT `owner`, `claimed_at` FROM `DocketClaims` WHERE `hash` = ?", h[:]).Scan(&owner, &at)
@@ -263,23 +296,41 @@ func (x *Index) takeOver(ctx context.Context, h [32]byte) (bool, error) {
 	if owner == x.owner {
 		return true, nil
 	}
-	if time.Since(time.UnixMilli(at)) < ClaimTTL {
-		var alive int
-		if err := x.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE `ID` = ?", owner).Scan(&alive); err != nil {
-			return false, err
+	if d.owner != owner || d.at != at {
+		*d = dead{}
+		expired := time.Since(time.UnixMilli(at)) >= ClaimTTL
+		if !expired {
+			var alive int
+			if err := x.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE `ID` = ?", owner).Scan(&alive); err != nil {
+				return false, err
+			}
+			if alive > 0 {
+				return false, nil
+			}
 		}
-		if alive > 0 {
+		*d = dead{owner: owner, at: at, seen: time.Now()}
+		if expired {
+			// Whatever the owner committed is long committed.
+			d.seen = d.seen.Add(-deathGrace)
+		}
+	}
+	if !d.read {
+		if time.Since(d.seen) < deathGrace {
 			return false, nil
 		}
+		// A locking read: it waits for a sequencing transaction in
+		// progress, so the count includes what that commits.
+		err := x.db.QueryRowContext(ctx, x.sequenced).Scan(&d.target)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return false, fmt.Errorf("reading the sequenced size: %w", err)
+		}
+		d.read = true
 	}
-	var size, covered uint64
-	if err := x.db.QueryRowContext(ctx, "SELECT `size` FROM `TreeState` WHERE `id` = 0").Scan(&size); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	covered, err := x.Covered(ctx)
+	if err != nil {
 		return false, err
 	}
-	if covered, err = x.Covered(ctx); err != nil {
-		return false, err
-	}
-	if covered < size {
+	if covered < d.target {
 		return false, nil // a follower will index the rest soon
 	}
 	r, err := x.db.ExecContext(ctx, "UPDATE `DocketClaims` SET `owner` = ?, `claimed_at` = ? WHERE `hash` = ? AND `owner` = ? AND `claimed_at` = ?",

@@ -1,4 +1,4 @@
-package mysql
+package tiles
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"github.com/transparency-dev/tessera/api"
 )
 
-// FuzzTrimBundle checks trimBundle against Tessera's entry bundle parser:
+// FuzzTrimBundle checks TrimBundle against Tessera's entry bundle parser:
 // what it returns parses to exactly the entries asked for, a prefix of the
 // bundle's.
 func FuzzTrimBundle(f *testing.F) {
@@ -26,16 +26,22 @@ func FuzzTrimBundle(f *testing.F) {
 	f.Add([]byte{0}, uint8(1))
 	f.Add([]byte{0, 9, 1}, uint8(1))
 	f.Fuzz(func(t *testing.T, b []byte, n uint8) {
-		got, err := trimBundle(b, int(n))
+		got, err := TrimBundle(b, n)
 		if err != nil {
+			return
+		}
+		if n == 0 {
+			if !bytes.Equal(got, b) {
+				t.Fatalf("TrimBundle(%x, 0) = %x, want the whole bundle", b, got)
+			}
 			return
 		}
 		var trimmed api.EntryBundle
 		if err := trimmed.UnmarshalText(got); err != nil {
-			t.Fatalf("trimBundle(%x, %d) = %x, which does not parse: %v", b, n, got, err)
+			t.Fatalf("TrimBundle(%x, %d) = %x, which does not parse: %v", b, n, got, err)
 		}
 		if len(trimmed.Entries) != int(n) || !bytes.HasPrefix(b, got) {
-			t.Fatalf("trimBundle(%x, %d) = %x: %d entries, want %d, a prefix", b, n, got, len(trimmed.Entries), n)
+			t.Fatalf("TrimBundle(%x, %d) = %x: %d entries, want %d, a prefix", b, n, got, len(trimmed.Entries), n)
 		}
 	})
 }
