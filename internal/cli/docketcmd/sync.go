@@ -21,9 +21,12 @@ const syncUsage = `Usage:
 Submits every receipt under PROJECT/.docket that has no proof yet to the
 configured log, verifies each returned proof (log signature, inclusion of
 the exact entry, witness quorum when a policy is configured) and stores it
-in .docket/proofs/<session>/<sequence>.tlog-proof. Transient failures are retried
-with backoff (honouring Retry-After) until the timeout. Runs take turns on a
-lock, so it is safe to start many; a run exits when nothing is pending.
+in the session's proof journal, .docket/sessions/<session>.proofs (docket
+export writes one .tlog-proof file per receipt). Transient failures are
+retried with backoff (honouring Retry-After) until the timeout. Runs take
+turns on a lock, so it is safe to start many; a run exits when nothing is
+pending. A run starts where the last one stopped, so it costs what was
+appended since, not the project's history.
 
 Options:
     -dir PROJECT   project root (default $CLAUDE_PROJECT_DIR or the current directory)
