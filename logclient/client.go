@@ -138,14 +138,23 @@ func (c *Client) Submit(ctx context.Context, entries [][]byte, done func(i int, 
 // (0: unbounded) or ctx ends, waiting between attempts.
 func (c *Client) retry(ctx context.Context, what string, attempts int, f func() error) error {
 	backoff := c.cfg.MinBackoff
+	var last error // of the previous attempt
 	for attempt := 1; ; attempt++ {
 		err := f()
-		if err == nil || !temporary(err) || ctx.Err() != nil || attempts > 0 && attempt >= attempts {
-			if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-				return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		if err != nil && ctx.Err() != nil {
+			// Say why the attempts before the end failed, too.
+			if !errors.Is(err, ctx.Err()) {
+				last = err
 			}
+			if last == nil {
+				return err
+			}
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), last)
+		}
+		if err == nil || !temporary(err) || attempts > 0 && attempt >= attempts {
 			return err
 		}
+		last = err
 		d := backoff/2 + rand.N(backoff/2+1)
 		var se *StatusError
 		if errors.As(err, &se) && se.RetryAfter > d {

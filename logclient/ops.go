@@ -106,8 +106,8 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	var d time.Duration
-	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-		if n > uint64(maxRetryAfter/time.Second) {
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if err != nil || n > uint64(maxRetryAfter/time.Second) {
 			return maxRetryAfter
 		}
 		d = time.Duration(n) * time.Second
