@@ -69,6 +69,12 @@ func (f *fakeLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(f.log.Proof(idx))
 }
 
+func (f *fakeLog) indexOf(entry []byte) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.index[string(entry)]
+}
+
 func (f *fakeLog) postCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -118,8 +124,8 @@ func TestAdd(t *testing.T) {
 				t.Fatalf("Add(%q) = %v, want %v", tt.entry, err, tt.wantErr)
 			}
 			if err == nil {
-				if p.Verified.Index != f.index[tt.entry] {
-					t.Errorf("Add(%q) index = %d, want %d", tt.entry, p.Verified.Index, f.index[tt.entry])
+				if want := f.indexOf([]byte(tt.entry)); p.Verified.Index != want {
+					t.Errorf("Add(%q) index = %d, want %d", tt.entry, p.Verified.Index, want)
 				}
 				if _, err := c.Verifier().Verify([]byte(tt.entry), p.Text); err != nil {
 					t.Errorf("Verify(Add(%q).Text) = %v", tt.entry, err)
@@ -223,8 +229,8 @@ func TestSubmit(t *testing.T) {
 			rejected = append(rejected, i)
 		case err != nil:
 			t.Errorf("entry %d: %v", i, err)
-		case p.Verified.Index != f.index[string(entries[i])]:
-			t.Errorf("entry %d: index %d, want %d", i, p.Verified.Index, f.index[string(entries[i])])
+		case p.Verified.Index != f.indexOf(entries[i]):
+			t.Errorf("entry %d: index %d, want %d", i, p.Verified.Index, f.indexOf(entries[i]))
 		}
 	})
 	if err != nil {

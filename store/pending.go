@@ -336,8 +336,8 @@ func (c Cursor) equal(d Cursor) bool {
 }
 
 // compactAt is the appends journal's size past which a sync that leaves
-// nothing carried empties it.
-const compactAt = 1 << 20
+// nothing carried empties it (a variable for tests).
+var compactAt int64 = 1 << 20
 
 // compactAppends empties the appends journal when the cursor c, which
 // carries nothing, is at its end: the cursor is first saved at offset 0

@@ -52,6 +52,10 @@ type SyncOptions struct {
 	// logged, when receipts were signed since the last one. Zero: every
 	// Sync that finds new receipts. Negative: never.
 	CheckpointEvery time.Duration
+	// Rescan makes Sync read every chain and every proof instead of
+	// starting where the last Sync stopped: for a store whose proofs were
+	// removed or restored by hand behind the cursor's back.
+	Rescan bool
 }
 
 // SyncResult counts what one Sync did.
@@ -114,7 +118,10 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 	}
 	defer unlock()
 
-	cur := s.loadCursor()
+	var cur Cursor // the zero Cursor: every chain
+	if !opts.Rescan {
+		cur = s.loadCursor()
+	}
 	rejected := make(map[Ref]bool) // refused for good in this run
 	checkpointed := opts.CheckpointEvery < 0
 	for {

@@ -16,7 +16,7 @@ import (
 )
 
 const syncUsage = `Usage:
-    docket sync [-dir PROJECT] [-timeout D] [-v]
+    docket sync [-dir PROJECT] [-timeout D] [-rescan] [-v]
 
 Submits every receipt under PROJECT/.docket that has no proof yet to the
 configured log, verifies each returned proof (log signature, inclusion of
@@ -37,6 +37,8 @@ Options:
                    to its issuer_high_water is in the log, and the open sessions)
                    at most every D, when receipts were signed since the last
                    (default 5m; 0: whenever there are; negative: never)
+    -rescan        read every chain and proof instead of starting where the
+                   last run stopped (after proofs were removed or restored by hand)
     -v             report each retry on stderr
 
 Exit codes:
@@ -52,6 +54,7 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	tokenEnv := fl.String("token-env", "", "")
 	verbose := fl.Bool("v", false, "")
 	every := fl.Duration("checkpoint-every", 5*time.Minute, "")
+	rescan := fl.Bool("rescan", false, "")
 	if err := fl.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -68,7 +71,7 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		project = p
 	}
-	opts := store.SyncOptions{CheckpointEvery: *every}
+	opts := store.SyncOptions{CheckpointEvery: *every, Rescan: *rescan}
 	if *tokenEnv != "" {
 		opts.Token = os.Getenv(*tokenEnv)
 		if opts.Token == "" {
