@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -54,6 +53,7 @@ type issuerCounter struct {
 	s    *Store
 	lock *os.File
 	j    *os.File
+	size int // of the journal, at least
 	next int64
 }
 
@@ -79,16 +79,16 @@ func (s *Store) allocIssuerSequence(session string) (*issuerCounter, error) {
 }
 
 func (c *issuerCounter) load(session string) error {
-	path := filepath.Join(c.s.Dir, IssuerJournalFile)
-	j, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	j, err := openRW(filepath.Join(c.s.Dir, IssuerJournalFile))
 	if err != nil {
 		return fmt.Errorf("issuer journal: %w", err)
 	}
 	c.j = j
-	data, err := io.ReadAll(io.LimitReader(j, 4096))
+	data, err := readSmall(j, 4096)
 	if err != nil {
 		return fmt.Errorf("issuer journal: %w", err)
 	}
+	c.size = len(data)
 	last, err := c.s.lastAllocated(data)
 	if err != nil {
 		return err
@@ -141,9 +141,12 @@ func (c *issuerCounter) write(jr issuerJournal, sync bool) error {
 	if _, err := c.j.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("issuer journal: %w", err)
 	}
-	if err := c.j.Truncate(int64(len(b))); err != nil {
-		return fmt.Errorf("issuer journal: %w", err)
+	if len(b) < c.size {
+		if err := c.j.Truncate(int64(len(b))); err != nil {
+			return fmt.Errorf("issuer journal: %w", err)
+		}
 	}
+	c.size = len(b)
 	if sync {
 		if err := durable.Datasync(c.j); err != nil {
 			return fmt.Errorf("issuer journal: %w", err)

@@ -1,9 +1,13 @@
 // Package store implements the project side of Docket (DESIGN §5): the local
 // store under <project>/.docket that holds the issuer key, the policy, the
-// per-session receipt chains, the proofs returned by the log (stored as
-// <sequence>.tlog-proof) and the spool of hook events that could not be
+// per-session receipt chains, the proofs returned by the log (one journal
+// per session, proofs.go) and the spool of hook events that could not be
 // receipted (spool.go), plus the client configuration (config.go) and the
-// upload of receipts to the log (sync.go).
+// upload of receipts to the log through logclient (sync.go), which reads
+// only what was appended since it last stopped (pending.go, appends.go).
+//
+// A Store offers operations — Key, Config, Append, Pending, PutProofs,
+// Proofs — rather than paths for callers to open.
 //
 // A session chain is a JSONL file with one receipt a line, in chain order, so
 // that `docket verify` and any other verifier of the draft replay it
@@ -28,6 +32,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/docketlog/docket/internal/durable"
@@ -325,7 +330,7 @@ func (s *Store) appendChain(session string, opts AppendOptions, issuerSeq int64,
 		return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
 	}
 	defer hf.Close()
-	st, err := s.readHead(hf, f, fi.Size())
+	st, headLen, err := s.readHead(hf, f, fi.Size())
 	if err != nil {
 		return Head{}, 0, err
 	}
@@ -365,21 +370,43 @@ func (s *Store) appendChain(session string, opts AppendOptions, issuerSeq int64,
 	// The head state is a cache: it is not fsynced, because a lost, torn or
 	// stale head is detected (size mismatch, bad JSON) and recovered from
 	// the chain. A failure to write it costs the next append a recovery.
-	_ = writeHead(hf, st)
+	_ = writeHead(hf, st, headLen)
 	return st, st.Size - int64(len(line)), nil
 }
 
 // openCreate opens a file of the store for reading and writing, creating it
 // (and its directory) when needed.
 func openCreate(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openRW(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, err
 		}
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err = openRW(path)
 	}
 	return f, err
+}
+
+// openRW opens or creates a regular file for reading and writing with
+// open(2) alone: os.OpenFile would also try, and fail, to register it with
+// the runtime's poller, a system call more for every file of every hook.
+func openRW(path string) (*os.File, error) {
+	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// readSmall reads a small file from its start (its offset must be 0) in
+// one read(2): at most max bytes.
+func readSmall(f *os.File, max int) ([]byte, error) {
+	buf := make([]byte, max)
+	n, err := f.Read(buf)
+	if err == io.EOF {
+		err = nil
+	}
+	return buf[:n], err
 }
 
 // Head returns the current head of a session chain without changing it.
@@ -404,15 +431,16 @@ func (s *Store) Head(session string) (Head, error) {
 
 // readHead returns the head state of a chain whose file (locked, of the
 // given size) is f: the state file hf when it matches the chain, else the
-// head recovered from the chain's last line.
-func (s *Store) readHead(hf, f *os.File, size int64) (Head, error) {
+// head recovered from the chain's last line. It also returns how many bytes
+// of hf it read.
+func (s *Store) readHead(hf, f *os.File, size int64) (Head, int, error) {
 	var st Head
-	if data, err := io.ReadAll(hf); err == nil {
-		if json.Unmarshal(data, &st) == nil && st.Size == size && (size == 0) == (st.Sequence == 0) {
-			return st, nil
-		}
+	data, err := readSmall(hf, 4*headBlock)
+	if err == nil && json.Unmarshal(data, &st) == nil && st.Size == size && (size == 0) == (st.Sequence == 0) {
+		return st, len(data), nil
 	}
-	return s.recoverHead(f, size, true)
+	st, err = s.recoverHead(f, size, true)
+	return st, len(data), err
 }
 
 // tailWindow is how much of a chain's end is read to find its last line.
@@ -557,8 +585,9 @@ func CallKey(session, toolName, toolInputHash string) string {
 // spaces to it, so that it is always rewritten in place.
 const headBlock = 256
 
-// writeHead rewrites the head state file in place.
-func writeHead(hf *os.File, st Head) error {
+// writeHead rewrites the head state file in place; prevLen is how long it
+// was (at least), to cut it if it was longer.
+func writeHead(hf *os.File, st Head, prevLen int) error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -569,7 +598,7 @@ func writeHead(hf *os.File, st Head) error {
 	if _, err := hf.WriteAt(data, 0); err != nil {
 		return err
 	}
-	if fi, err := hf.Stat(); err == nil && fi.Size() > int64(n) {
+	if prevLen > n {
 		return hf.Truncate(int64(n))
 	}
 	return nil
