@@ -361,6 +361,17 @@ func TestSyncMigratesLegacyProofs(t *testing.T) {
 	if err != nil || res.Stored != 0 || res.Pending != 0 {
 		t.Errorf("second Sync = %+v, %v; want nothing to do", res, err)
 	}
+	// A migration cut short (the journal written, a file not yet removed):
+	// the file goes when the chains are read again.
+	p1, _ := s.ReadProof("b", 1)
+	os.MkdirAll(s.legacyProofDir("b"), 0o700)
+	os.WriteFile(filepath.Join(s.legacyProofDir("b"), "1"+ProofExt), p1, 0o600)
+	if res, err := s.Sync(t.Context(), SyncOptions{CheckpointEvery: -1, Rescan: true}); err != nil || res.Stored != 0 {
+		t.Fatalf("Sync -rescan = %+v, %v; want nothing submitted", res, err)
+	}
+	if _, err := os.Stat(s.legacyProofDir("b")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("proofs/b after a migration cut short and a rescan: %v, want it gone", err)
+	}
 }
 
 // blockingLog answers the first n entries, then holds every request until

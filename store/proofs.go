@@ -270,6 +270,9 @@ type ProofSet struct {
 	checkpoints map[string][]byte
 	journal     map[int64]*proofLine
 	legacy      map[int64][]byte // proof files of earlier versions, raw
+	// stale are the receipts whose proof files of earlier versions the
+	// journal has too (a migration cut short): to remove.
+	stale []int64
 }
 
 // Get returns the tlog-proof@v1 of the receipt with the given sequence
@@ -408,7 +411,11 @@ func readLegacyProofs(dir string, set *ProofSet) (vanished bool, err error) {
 	slices.SortStableFunc(ents, func(a, b os.DirEntry) int { return cmp.Compare(rank(a), rank(b)) })
 	for _, e := range ents {
 		n, ok := legacyProofSequence(e.Name())
-		if !ok || set.journal[n] != nil {
+		if !ok {
+			continue
+		}
+		if set.journal[n] != nil {
+			set.stale = append(set.stale, n)
 			continue
 		}
 		b, err := readFileMax(filepath.Join(dir, e.Name()), maxLegacyProof)
@@ -453,10 +460,11 @@ func readFileMax(path string, limit int64) ([]byte, error) {
 // migrateProofs moves the proof files an earlier version wrote for a
 // session into its proof journal: those that parse are appended to the
 // journal (fsynced), then every file whose receipt the journal now holds
-// is removed, and the directory when it is empty. A file that does not
+// is removed (also those a migration cut short left), and the directory
+// when it is empty. A file that does not
 // parse is left where it is; its receipt is submitted again.
 func (s *Store) migrateProofs(name string, set *ProofSet) error {
-	if len(set.legacy) == 0 {
+	if len(set.legacy) == 0 && len(set.stale) == 0 {
 		return nil
 	}
 	var move []Proof
@@ -470,9 +478,13 @@ func (s *Store) migrateProofs(name string, set *ProofSet) error {
 		return err
 	}
 	dir := s.legacyProofDir(name)
+	done := set.stale
 	for _, p := range move {
+		done = append(done, p.Sequence)
+	}
+	for _, n := range done {
 		for _, ext := range []string{ProofExt, LegacyProofExt} {
-			if err := os.Remove(filepath.Join(dir, strconv.FormatInt(p.Sequence, 10)+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(filepath.Join(dir, strconv.FormatInt(n, 10)+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 		}
