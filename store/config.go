@@ -77,9 +77,7 @@ func (c Config) WitnessPolicyPath(project string) string {
 	return filepath.Join(project, c.WitnessPolicy)
 }
 
-// LoadConfig is Config.
-//
-// Deprecated: use Config.
+// LoadConfig is Config, under the name callers are moving away from.
 func (s *Store) LoadConfig() (Config, error) { return s.Config() }
 
 // Config reads and validates the store's config.json. A missing file is

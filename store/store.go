@@ -95,15 +95,13 @@ func OpenDir(dir string) *Store {
 	return &Store{Project: filepath.Dir(dir), Dir: dir}
 }
 
-// ConfigPath returns the path of config.json.
-//
-// Deprecated: read and write the configuration with Config and
-// WriteConfig; name the file to users as filepath.Join(DirName, ConfigFile).
+// ConfigPath returns the path of config.json. It is on its way out: read
+// and write the configuration with Config and WriteConfig, and name the
+// file to users as filepath.Join(DirName, ConfigFile).
 func (s *Store) ConfigPath() string { return filepath.Join(s.Dir, ConfigFile) }
 
-// KeyPath returns the path of the issuer key (a receipts.KeyFile, mode 0600).
-//
-// Deprecated: load the key with Key, write it with WriteKey.
+// KeyPath returns the path of the issuer key (a receipts.KeyFile, mode
+// 0600). It is on its way out: load the key with Key, write it with WriteKey.
 func (s *Store) KeyPath() string { return filepath.Join(s.Dir, KeyFile) }
 
 // Key loads the project's issuer key, refusing a key file that group or
@@ -127,10 +125,8 @@ func (s *Store) PolicyDir() string { return filepath.Join(s.Dir, PolicyDir) }
 
 // PolicyValidatedPath returns the path of the file that records which
 // policy digest was last validated against which schema, so that hooks can
-// skip re-validating an unchanged policy.
-//
-// Deprecated: the policy cache belongs with the gate's policy loading; it
-// is the last path getter gate/load.go needs.
+// skip re-validating an unchanged policy. It is on its way out: the policy
+// cache belongs with the gate's policy loading.
 func (s *Store) PolicyValidatedPath() string { return filepath.Join(s.Dir, "policy.validated") }
 
 // spoolDir returns the directory where hook events that could not be

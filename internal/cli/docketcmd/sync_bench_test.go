@@ -52,7 +52,9 @@ var (
 // (up to -sync.oldmax receipts: it takes seconds per run beyond) on its own
 // copy of the project, inprocess the command in this process (no process
 // start). n<receipts>-<impl>-files is the number of files under .docket
-// after the first sync. The timed runs pass -checkpoint-every 1h: the
+// after the first sync, n<receipts>-first-<impl>-ms how long that first
+// sync took (for new: reading every chain, moving the proof files into the
+// journals). The timed runs pass -checkpoint-every 1h: the
 // setup takes minutes, and an issuer checkpoint falling due among them
 // would be a receipt to submit.
 func BenchmarkSync(b *testing.B) {
@@ -67,6 +69,7 @@ func BenchmarkSync(b *testing.B) {
 	}
 	var runs []*run
 	files := make(map[string]int)
+	firsts := make(map[string]time.Duration)
 	for _, f := range strings.Split(*syncSizes, ",") {
 		n, err := strconv.Atoi(f)
 		if err != nil {
@@ -82,7 +85,9 @@ func BenchmarkSync(b *testing.B) {
 				continue
 			}
 			dir := p.copy(b)
+			start := time.Now()
 			p.sync(b, impl.bin, dir, "-timeout", "1h") // moves the proofs, logs an issuer checkpoint
+			firsts[fmt.Sprintf("n%d-first-%s-ms", n, impl.name)] = time.Since(start)
 			files[fmt.Sprintf("n%d-%s-files", n, impl.name)] = countFiles(b, filepath.Join(dir, store.DirName))
 			for _, one := range []bool{false, true} {
 				c := "noop"
@@ -114,6 +119,9 @@ func BenchmarkSync(b *testing.B) {
 	}
 	for name, n := range files {
 		b.ReportMetric(float64(n), name)
+	}
+	for name, d := range firsts {
+		b.ReportMetric(float64(d.Milliseconds()), name)
 	}
 }
 
