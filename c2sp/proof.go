@@ -4,6 +4,8 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/transparency-dev/formats/proof"
 	mproof "github.com/transparency-dev/merkle/proof"
@@ -51,6 +53,35 @@ func NewProofVerifier(logVKey string, policy []byte) (*ProofVerifier, error) {
 		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
 	}
 	return NewPolicyVerifier(logVKey, p)
+}
+
+// maxPolicyFile bounds the witness policy files LoadProofVerifier reads.
+const maxPolicyFile = 1 << 20
+
+// LoadProofVerifier is NewProofVerifier with the policy read from the file
+// policyFile, or no policy when policyFile is "". Every client of the log
+// (sync, the strict mode, verify, audit, monitor, explore) sets its
+// verifier up with it, so that a policy file means the same everywhere.
+func LoadProofVerifier(logVKey, policyFile string) (*ProofVerifier, error) {
+	if policyFile == "" {
+		return NewProofVerifier(logVKey, nil)
+	}
+	f, err := os.Open(policyFile)
+	if err != nil {
+		return nil, fmt.Errorf("witness policy: %w", err)
+	}
+	defer f.Close()
+	policy, err := io.ReadAll(io.LimitReader(f, maxPolicyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("witness policy: %w", err)
+	}
+	if len(policy) > maxPolicyFile {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrBadPolicy, policyFile, maxPolicyFile)
+	}
+	if len(policy) == 0 {
+		return nil, fmt.Errorf("%w: %s is empty", ErrBadPolicy, policyFile)
+	}
+	return NewProofVerifier(logVKey, policy)
 }
 
 // NewPolicyVerifier is NewProofVerifier with a parsed policy; p may be nil.

@@ -77,10 +77,13 @@ func (c Config) WitnessPolicyPath(project string) string {
 	return filepath.Join(project, c.WitnessPolicy)
 }
 
-// LoadConfig reads and validates the store's config.json. A missing file is
+// LoadConfig is Config, under the name callers are moving away from.
+func (s *Store) LoadConfig() (Config, error) { return s.Config() }
+
+// Config reads and validates the store's config.json. A missing file is
 // the zero Config.
-func (s *Store) LoadConfig() (Config, error) {
-	data, err := os.ReadFile(s.ConfigPath())
+func (s *Store) Config() (Config, error) {
+	data, err := os.ReadFile(s.configPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return Config{}, nil
 	}
@@ -91,10 +94,10 @@ func (s *Store) LoadConfig() (Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", s.ConfigPath(), err)
+		return Config{}, fmt.Errorf("%s: %w", s.configPath(), err)
 	}
 	if err := c.Validate(); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", s.ConfigPath(), err)
+		return Config{}, fmt.Errorf("%s: %w", s.configPath(), err)
 	}
 	return c, nil
 }
@@ -109,8 +112,10 @@ func (s *Store) WriteConfig(c Config) error {
 	if err != nil {
 		return err
 	}
-	if err := durable.WriteFile(s.ConfigPath(), append(data, '\n'), 0o644); err != nil {
+	if err := durable.WriteFile(s.configPath(), append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing config: %w", err)
 	}
 	return nil
 }
+
+func (s *Store) configPath() string { return filepath.Join(s.Dir, ConfigFile) }

@@ -1,11 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -53,6 +53,7 @@ type issuerCounter struct {
 	s    *Store
 	lock *os.File
 	j    *os.File
+	size int // of the journal, at least
 	next int64
 }
 
@@ -78,16 +79,16 @@ func (s *Store) allocIssuerSequence(session string) (*issuerCounter, error) {
 }
 
 func (c *issuerCounter) load(session string) error {
-	path := filepath.Join(c.s.Dir, IssuerJournalFile)
-	j, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	j, err := openRW(filepath.Join(c.s.Dir, IssuerJournalFile))
 	if err != nil {
 		return fmt.Errorf("issuer journal: %w", err)
 	}
 	c.j = j
-	data, err := io.ReadAll(io.LimitReader(j, 4096))
+	data, err := readSmall(j, 4096)
 	if err != nil {
 		return fmt.Errorf("issuer journal: %w", err)
 	}
+	c.size = len(data)
 	last, err := c.s.lastAllocated(data)
 	if err != nil {
 		return err
@@ -140,9 +141,12 @@ func (c *issuerCounter) write(jr issuerJournal, sync bool) error {
 	if _, err := c.j.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("issuer journal: %w", err)
 	}
-	if err := c.j.Truncate(int64(len(b))); err != nil {
-		return fmt.Errorf("issuer journal: %w", err)
+	if len(b) < c.size {
+		if err := c.j.Truncate(int64(len(b))); err != nil {
+			return fmt.Errorf("issuer journal: %w", err)
+		}
 	}
+	c.size = len(b)
 	if sync {
 		if err := durable.Datasync(c.j); err != nil {
 			return fmt.Errorf("issuer journal: %w", err)
@@ -226,21 +230,6 @@ func issuerSequenceOf(line []byte) (int64, bool) {
 // IssuerSession is the session id of the chain of issuer checkpoints.
 const IssuerSession = "docket-issuer"
 
-// issuerLast returns, under the issuer lock, the last issuer_sequence whose
-// receipt is in its chain.
-func (s *Store) issuerLast() (int64, error) {
-	lock, err := s.issuerLock(durable.RLock)
-	if err != nil {
-		return 0, err
-	}
-	defer lock.Close()
-	data, err := os.ReadFile(filepath.Join(s.Dir, IssuerJournalFile))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("issuer journal: %w", err)
-	}
-	return s.lastAllocated(data)
-}
-
 // issuerCheckpoint appends an issuer checkpoint receipt with high-water
 // mark hw to the issuer chain when receipts were signed since the last one
 // and that one is older than every, and returns hw (0 when none was due).
@@ -258,8 +247,8 @@ func (s *Store) issuerCheckpoint(key ed25519.PrivateKey, every time.Duration, hw
 			IssuerHighWater int64  `json:"issuer_high_water"`
 		} `json:"payload"`
 	}
-	if rs, err := s.Receipts(IssuerSession); err == nil && len(rs) > 0 {
-		json.Unmarshal(rs[len(rs)-1], &prev)
+	if last, err := s.lastReceipt(IssuerSession); err == nil && last != nil {
+		json.Unmarshal(last, &prev)
 	}
 	if prev.Payload.IssuerSequence >= hw {
 		return 0, nil // nothing signed since the last checkpoint
@@ -283,7 +272,7 @@ func (s *Store) issuerCheckpoint(key ed25519.PrivateKey, every time.Duration, hw
 }
 
 // openSessions returns the ids of the sessions whose chain does not end
-// with a session_end receipt.
+// with a session_end receipt. It reads the end of each chain only.
 func (s *Store) openSessions() ([]string, error) {
 	names, err := s.Sessions()
 	if err != nil {
@@ -294,19 +283,58 @@ func (s *Store) openSessions() ([]string, error) {
 		if n == SessionName(IssuerSession) {
 			continue
 		}
-		rs, err := s.Receipts(n)
-		if err != nil || len(rs) == 0 {
+		last, err := s.lastReceipt(n)
+		if err != nil || last == nil {
 			continue
 		}
-		var last struct {
+		var end struct {
 			Payload struct {
 				SessionID      string `json:"session_id"`
 				LifecycleEvent string `json:"lifecycle_event"`
 			} `json:"payload"`
 		}
-		if json.Unmarshal(rs[len(rs)-1], &last) == nil && last.Payload.LifecycleEvent != receipts.LifecycleSessionEnd {
-			open = append(open, last.Payload.SessionID)
+		if json.Unmarshal(last, &end) == nil && end.Payload.LifecycleEvent != receipts.LifecycleSessionEnd {
+			open = append(open, end.Payload.SessionID)
 		}
 	}
 	return open, nil
+}
+
+// lastReceipt returns the last complete receipt of a session's chain, read
+// from its tail (nil for an empty or missing chain).
+func (s *Store) lastReceipt(session string) ([]byte, error) {
+	tail, err := tailLines(s.ChainPath(session))
+	if err != nil {
+		return nil, err
+	}
+	lines := receipts.SplitLines(tail)
+	if len(lines) == 0 {
+		return nil, nil
+	}
+	return lines[len(lines)-1], nil
+}
+
+// tailLines returns the complete lines among the last tailWindow bytes of
+// a file (nil when it does not exist).
+func tailLines(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	tail, off, err := readTail(f, fi.Size())
+	if err != nil {
+		return nil, err
+	}
+	if off > 0 {
+		tail = tail[bytes.IndexByte(tail, '\n')+1:]
+	}
+	return tail[:bytes.LastIndexByte(tail, '\n')+1], nil
 }

@@ -20,7 +20,7 @@ import (
 // and returns its issuer_sequence.
 func appendSigned(t *testing.T, st *Store, _ receipts.KeyFile, session string, event string) int64 {
 	t.Helper()
-	priv, err := receipts.LoadPrivateKey(st.KeyPath())
+	priv, err := st.Key()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func newKeyedStore(t *testing.T) (*Store, receipts.KeyFile) {
 		t.Fatal(err)
 	}
 	_, kf := receipts.GenerateKey()
-	if err := receipts.WriteKeyFile(st.KeyPath(), kf); err != nil {
+	if err := st.WriteKey(kf); err != nil {
 		t.Fatal(err)
 	}
 	return st, kf

@@ -74,7 +74,7 @@ func (s *Store) FallbackSpoolDir() string {
 
 // spoolDirs returns the spool locations, the project's first.
 func (s *Store) spoolDirs() []string {
-	dirs := []string{s.SpoolDir()}
+	dirs := []string{s.spoolDir()}
 	if fb := s.FallbackSpoolDir(); fb != "" {
 		dirs = append(dirs, fb)
 	}

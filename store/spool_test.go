@@ -34,18 +34,18 @@ func TestSpoolFallback(t *testing.T) {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(s.SpoolDir(), s.SpoolDir()+".saved"); err != nil {
+	if err := os.Rename(s.spoolDir(), s.spoolDir()+".saved"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(s.SpoolDir(), nil, 0o600); err != nil {
+	if err := os.WriteFile(s.spoolDir(), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	where, err = s.Spool("claude", "session-end", []byte(`{"n":2}`))
 	if err != nil || !strings.HasPrefix(where, s.FallbackSpoolDir()) {
 		t.Fatalf("Spool with the project spool broken = %q, %v; want the fallback", where, err)
 	}
-	os.Remove(s.SpoolDir())
-	if err := os.Rename(s.SpoolDir()+".saved", s.SpoolDir()); err != nil {
+	os.Remove(s.spoolDir())
+	if err := os.Rename(s.spoolDir()+".saved", s.spoolDir()); err != nil {
 		t.Fatal(err)
 	}
 	if paths, err := s.Spooled(); err != nil || len(paths) != 2 {
@@ -64,7 +64,7 @@ func TestSpoolFallback(t *testing.T) {
 	if paths, _ := s.Spooled(); len(paths) != 0 {
 		t.Fatalf("after draining, %d events are left", len(paths))
 	}
-	if fi, err := os.Stat(filepath.Join(s.SpoolDir(), reserveFile)); err != nil || fi.Size() != ReserveSize {
+	if fi, err := os.Stat(filepath.Join(s.spoolDir(), reserveFile)); err != nil || fi.Size() != ReserveSize {
 		t.Fatalf("reserve after a drain: %v, %v; want %d bytes", fi, err, ReserveSize)
 	}
 }
@@ -91,7 +91,7 @@ func TestDrainSpoolOutcomes(t *testing.T) {
 	if n != 0 || err == nil || err.Error() != "no key" {
 		t.Fatalf("DrainSpool = %d, %v; want 0 and the failure, stopping there", n, err)
 	}
-	rejected, _ := filepath.Glob(filepath.Join(s.SpoolDir(), "*.rejected"))
+	rejected, _ := filepath.Glob(filepath.Join(s.spoolDir(), "*.rejected"))
 	if paths, _ := s.Spooled(); len(paths) != 3 || len(rejected) != 1 {
 		t.Fatalf("after the drain: %d events, %d rejected; want skip, fail, ok left and one rejected", len(paths), len(rejected))
 	}
@@ -108,7 +108,7 @@ func TestDrainSpoolLocked(t *testing.T) {
 	if _, err := s.Spool("claude", "post", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	unlock, ok := tryLockDir(s.SpoolDir())
+	unlock, ok := tryLockDir(s.spoolDir())
 	if !ok {
 		t.Fatal("cannot lock the spool")
 	}
@@ -130,7 +130,7 @@ func TestSpoolNowhere(t *testing.T) {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(s.SpoolDir(), nil, 0o600); err != nil {
+	if err := os.WriteFile(s.spoolDir(), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	where, err := s.Spool("claude", "post", []byte("x"))

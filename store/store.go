@@ -1,9 +1,13 @@
 // Package store implements the project side of Docket (DESIGN §5): the local
 // store under <project>/.docket that holds the issuer key, the policy, the
-// per-session receipt chains, the proofs returned by the log (stored as
-// <sequence>.tlog-proof) and the spool of hook events that could not be
+// per-session receipt chains, the proofs returned by the log (one journal
+// per session, proofs.go) and the spool of hook events that could not be
 // receipted (spool.go), plus the client configuration (config.go) and the
-// upload of receipts to the log (sync.go).
+// upload of receipts to the log through logclient (sync.go), which reads
+// only what was appended since it last stopped (pending.go, appends.go).
+//
+// A Store offers operations — Key, Config, Append, Pending, PutProofs,
+// Proofs — rather than paths for callers to open.
 //
 // A session chain is a JSONL file with one receipt a line, in chain order, so
 // that `docket verify` and any other verifier of the draft replay it
@@ -16,6 +20,7 @@ package store
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -26,8 +31,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/docketlog/docket/internal/durable"
@@ -83,26 +88,54 @@ func Open(project string) *Store {
 	return &Store{Project: project, Dir: filepath.Join(project, DirName)}
 }
 
-// ConfigPath returns the path of config.json.
+// OpenDir returns the store whose directory is dir: a .docket directory, or
+// a copy of one (a docket export bundle) read by a verifier. Its Project is
+// dir's parent.
+func OpenDir(dir string) *Store {
+	return &Store{Project: filepath.Dir(dir), Dir: dir}
+}
+
+// ConfigPath returns the path of config.json. It is on its way out: read
+// and write the configuration with Config and WriteConfig, and name the
+// file to users as filepath.Join(DirName, ConfigFile).
 func (s *Store) ConfigPath() string { return filepath.Join(s.Dir, ConfigFile) }
 
-// KeyPath returns the path of the issuer key (a receipts.KeyFile, mode 0600).
+// KeyPath returns the path of the issuer key (a receipts.KeyFile, mode
+// 0600). It is on its way out: load the key with Key, write it with WriteKey.
 func (s *Store) KeyPath() string { return filepath.Join(s.Dir, KeyFile) }
 
-// PolicyDir returns the directory of the project's *.cedar files.
+// Key loads the project's issuer key, refusing a key file that group or
+// others can read (receipts.LoadPrivateKey).
+func (s *Store) Key() (ed25519.PrivateKey, error) {
+	return receipts.LoadPrivateKey(filepath.Join(s.Dir, KeyFile))
+}
+
+// WriteKey writes the project's issuer key file, mode 0600, creating the
+// store directory if need be. It never replaces an existing key.
+func (s *Store) WriteKey(kf receipts.KeyFile) error {
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return err
+	}
+	return receipts.WriteKeyFile(filepath.Join(s.Dir, KeyFile), kf)
+}
+
+// PolicyDir returns the directory of the project's *.cedar files, which
+// users edit and policy.LoadDir reads.
 func (s *Store) PolicyDir() string { return filepath.Join(s.Dir, PolicyDir) }
 
 // PolicyValidatedPath returns the path of the file that records which
 // policy digest was last validated against which schema, so that hooks can
-// skip re-validating an unchanged policy.
+// skip re-validating an unchanged policy. It is on its way out: the policy
+// cache belongs with the gate's policy loading.
 func (s *Store) PolicyValidatedPath() string { return filepath.Join(s.Dir, "policy.validated") }
 
-// SpoolDir returns the directory where hook events that could not be
+// spoolDir returns the directory where hook events that could not be
 // receipted are kept.
-func (s *Store) SpoolDir() string { return filepath.Join(s.Dir, SpoolDir) }
+func (s *Store) spoolDir() string { return filepath.Join(s.Dir, SpoolDir) }
 
 // ChainPath returns the path of a session's chain:
-// sessions/<name>.jsonl, where name is SessionName(session).
+// sessions/<name>.jsonl, where name is SessionName(session). Chains are the
+// files users hand to docket verify.
 func (s *Store) ChainPath(session string) string {
 	return filepath.Join(s.Dir, SessionsDir, SessionName(session)+".jsonl")
 }
@@ -110,53 +143,6 @@ func (s *Store) ChainPath(session string) string {
 // headPath returns the path of a session's head state file.
 func (s *Store) headPath(session string) string {
 	return filepath.Join(s.Dir, SessionsDir, SessionName(session)+".head")
-}
-
-// Proof files: c2sp.org/tlog-proof says proofs SHOULD be stored with the
-// extension .tlog-proof; Docket wrote .proof before, and still reads it.
-const (
-	ProofExt       = ".tlog-proof"
-	LegacyProofExt = ".proof"
-)
-
-// ProofPath returns where the log proof (c2sp.org/tlog-proof@v1) of the
-// receipt with the given sequence number in a session is stored:
-// proofs/<name>/<sequence>.tlog-proof. The directory may not exist yet.
-func (s *Store) ProofPath(session string, sequence int64) string {
-	return filepath.Join(s.ProofDir(session), strconv.FormatInt(sequence, 10)+ProofExt)
-}
-
-// ProofDir returns the directory of a session's proofs: proofs/<name>.
-func (s *Store) ProofDir(session string) string {
-	return filepath.Join(s.Dir, ProofsDir, SessionName(session))
-}
-
-// ReadProof returns the stored proof of a session's receipt; see ReadProofFile.
-func (s *Store) ReadProof(session string, sequence int64) ([]byte, error) {
-	return ReadProofFile(s.ProofDir(session), strconv.FormatInt(sequence, 10))
-}
-
-// ReadProofFile reads the proof of the receipt with the given sequence
-// number from a proof directory: <sequence>.tlog-proof, or the
-// <sequence>.proof an earlier Docket wrote.
-func ReadProofFile(dir, sequence string) ([]byte, error) {
-	data, err := os.ReadFile(filepath.Join(dir, sequence+ProofExt))
-	if errors.Is(err, fs.ErrNotExist) {
-		if old, oerr := os.ReadFile(filepath.Join(dir, sequence+LegacyProofExt)); oerr == nil {
-			return old, nil
-		}
-	}
-	return data, err
-}
-
-// hasProof reports whether a proof of the receipt is stored, in either form.
-func (s *Store) hasProof(session string, sequence int64) bool {
-	for _, ext := range []string{ProofExt, LegacyProofExt} {
-		if _, err := os.Stat(filepath.Join(s.ProofDir(session), strconv.FormatInt(sequence, 10)+ext)); err == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // SessionName returns the file name used for a session id. Ids made of
@@ -202,7 +188,7 @@ func isSafeRune(r rune) bool {
 
 // Sessions returns the names of the sessions that have a chain in the store,
 // sorted. The names are SessionName forms; pass them back to Receipts,
-// ProofPath and Head as they are.
+// Proofs and Head as they are.
 func (s *Store) Sessions() ([]string, error) {
 	ents, err := os.ReadDir(filepath.Join(s.Dir, SessionsDir))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -305,67 +291,74 @@ func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]b
 		return Head{}, fmt.Errorf("appending receipt: %w", err)
 	}
 	defer ic.release()
-	head, err := s.appendChain(session, opts, ic.next, build)
-	if err == nil {
-		ic.done(session)
+	head, off, err := s.appendChain(session, opts, ic.next, build)
+	if err != nil {
+		return head, err
 	}
-	return head, err
+	// Still under the issuer lock: the appends journal follows
+	// issuer_sequence. A failure to write it costs the next sync a read of
+	// the chains (Pending), not the receipt.
+	_ = s.journalAppend(appendRecord{issuerSeq: ic.next, Ref: Ref{Session: SessionName(session), Sequence: head.Sequence, offset: off}})
+	ic.done(session)
+	return head, nil
 }
 
-func (s *Store) appendChain(session string, opts AppendOptions, issuerSeq int64, build func(Link) ([]byte, error)) (Head, error) {
+// appendChain appends the receipt build returns to the session's chain and
+// returns the new head and the offset of the receipt's line.
+func (s *Store) appendChain(session string, opts AppendOptions, issuerSeq int64, build func(Link) ([]byte, error)) (Head, int64, error) {
 	f, err := openCreate(s.ChainPath(session))
 	if err != nil {
-		return Head{}, fmt.Errorf("appending receipt: %w", err)
+		return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
 	}
 	defer f.Close()
 	if err := durable.Lock(f); err != nil {
-		return Head{}, fmt.Errorf("locking chain: %w", err)
+		return Head{}, 0, fmt.Errorf("locking chain: %w", err)
 	}
 	// The lock is released when f is closed.
 
 	fi, err := f.Stat()
 	if err != nil {
-		return Head{}, fmt.Errorf("appending receipt: %w", err)
+		return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
 	}
 	// The head state file is only touched under the chain's lock.
 	hf, err := openCreate(s.headPath(session))
 	if err != nil {
-		return Head{}, fmt.Errorf("appending receipt: %w", err)
+		return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
 	}
 	defer hf.Close()
-	st, err := s.readHead(hf, f, fi.Size())
+	st, headLen, err := s.readHead(hf, f, fi.Size())
 	if err != nil {
-		return Head{}, err
+		return Head{}, 0, err
 	}
 	link := Link{Sequence: st.Sequence + 1, Previous: st.Hash, IssuerSequence: issuerSeq}
 	if opts.Decision != nil {
 		link.Decision = opts.Decision
 	} else if opts.Executes != "" {
 		if link.Decision, err = findDecision(f, st.Size, opts.Executes, session); err != nil {
-			return Head{}, fmt.Errorf("finding the decision: %w", err)
+			return Head{}, 0, fmt.Errorf("finding the decision: %w", err)
 		}
 	}
 	rec, err := build(link)
 	if err != nil {
-		return Head{}, err
+		return Head{}, 0, err
 	}
 	if bytes.IndexByte(rec, '\n') >= 0 {
-		return Head{}, errors.New("appending receipt: receipt contains a newline")
+		return Head{}, 0, errors.New("appending receipt: receipt contains a newline")
 	}
 	line := make([]byte, 0, len(rec)+1)
 	line = append(append(line, rec...), '\n')
 	if _, err := f.WriteAt(line, st.Size); err != nil {
 		f.Truncate(st.Size) // best effort: never leave half a receipt
-		return Head{}, fmt.Errorf("appending receipt: %w", err)
+		return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
 	}
 	if err := durable.Datasync(f); err != nil {
-		return Head{}, fmt.Errorf("appending receipt: %w", err)
+		return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
 	}
 	if st.Size == 0 {
 		// A new chain: make its directory entries durable too.
 		for _, dir := range []string{filepath.Join(s.Dir, SessionsDir), s.Dir} {
 			if err := durable.SyncDir(dir); err != nil {
-				return Head{}, fmt.Errorf("appending receipt: %w", err)
+				return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
 			}
 		}
 	}
@@ -373,21 +366,43 @@ func (s *Store) appendChain(session string, opts AppendOptions, issuerSeq int64,
 	// The head state is a cache: it is not fsynced, because a lost, torn or
 	// stale head is detected (size mismatch, bad JSON) and recovered from
 	// the chain. A failure to write it costs the next append a recovery.
-	_ = writeHead(hf, st)
-	return st, nil
+	_ = writeHead(hf, st, headLen)
+	return st, st.Size - int64(len(line)), nil
 }
 
 // openCreate opens a file of the store for reading and writing, creating it
 // (and its directory) when needed.
 func openCreate(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openRW(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, err
 		}
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err = openRW(path)
 	}
 	return f, err
+}
+
+// openRW opens or creates a regular file for reading and writing with
+// open(2) alone: os.OpenFile would also try, and fail, to register it with
+// the runtime's poller, a system call more for every file of every hook.
+func openRW(path string) (*os.File, error) {
+	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// readSmall reads a small file from its start (its offset must be 0) in
+// one read(2): at most max bytes.
+func readSmall(f *os.File, max int) ([]byte, error) {
+	buf := make([]byte, max)
+	n, err := f.Read(buf)
+	if err == io.EOF {
+		err = nil
+	}
+	return buf[:n], err
 }
 
 // Head returns the current head of a session chain without changing it.
@@ -412,15 +427,16 @@ func (s *Store) Head(session string) (Head, error) {
 
 // readHead returns the head state of a chain whose file (locked, of the
 // given size) is f: the state file hf when it matches the chain, else the
-// head recovered from the chain's last line.
-func (s *Store) readHead(hf, f *os.File, size int64) (Head, error) {
+// head recovered from the chain's last line. It also returns how many bytes
+// of hf it read.
+func (s *Store) readHead(hf, f *os.File, size int64) (Head, int, error) {
 	var st Head
-	if data, err := io.ReadAll(hf); err == nil {
-		if json.Unmarshal(data, &st) == nil && st.Size == size && (size == 0) == (st.Sequence == 0) {
-			return st, nil
-		}
+	data, err := readSmall(hf, 4*headBlock)
+	if err == nil && json.Unmarshal(data, &st) == nil && st.Size == size && (size == 0) == (st.Sequence == 0) {
+		return st, len(data), nil
 	}
-	return s.recoverHead(f, size, true)
+	st, err = s.recoverHead(f, size, true)
+	return st, len(data), err
 }
 
 // tailWindow is how much of a chain's end is read to find its last line.
@@ -565,8 +581,9 @@ func CallKey(session, toolName, toolInputHash string) string {
 // spaces to it, so that it is always rewritten in place.
 const headBlock = 256
 
-// writeHead rewrites the head state file in place.
-func writeHead(hf *os.File, st Head) error {
+// writeHead rewrites the head state file in place; prevLen is how long it
+// was (at least), to cut it if it was longer.
+func writeHead(hf *os.File, st Head, prevLen int) error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -577,7 +594,7 @@ func writeHead(hf *os.File, st Head) error {
 	if _, err := hf.WriteAt(data, 0); err != nil {
 		return err
 	}
-	if fi, err := hf.Stat(); err == nil && fi.Size() > int64(n) {
+	if prevLen > n {
 		return hf.Truncate(int64(n))
 	}
 	return nil

@@ -266,27 +266,42 @@ func TestExecutionLinkScan(t *testing.T) {
 
 func TestProofFiles(t *testing.T) {
 	s := Open(t.TempDir())
-	if got := s.ProofPath("s", 7); filepath.Base(got) != "7.tlog-proof" {
+	if got := legacyProofPath(s, "s", 7); filepath.Base(got) != "7.tlog-proof" {
 		t.Errorf("ProofPath = %s, want .../7.tlog-proof", got)
 	}
-	if _, err := s.ReadProof("s", 7); !errors.Is(err, fs.ErrNotExist) || s.hasProof("s", 7) {
+	if _, err := s.ReadProof("s", 7); !errors.Is(err, fs.ErrNotExist) || hasProof(s, "s", 7) {
 		t.Fatalf("ReadProof with no proof: %v, want ErrNotExist", err)
 	}
 	// A proof stored by an earlier docket, as .proof, is read.
 	writeProof := func(ext, data string) {
-		if err := os.MkdirAll(s.ProofDir("s"), 0o700); err != nil {
+		if err := os.MkdirAll(s.legacyProofDir("s"), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(s.ProofDir("s"), "7"+ext), []byte(data), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(s.legacyProofDir("s"), "7"+ext), []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	writeProof(".proof", "old")
-	if got, err := s.ReadProof("s", 7); err != nil || string(got) != "old" || !s.hasProof("s", 7) {
+	if got, err := s.ReadProof("s", 7); err != nil || string(got) != "old" || !hasProof(s, "s", 7) {
 		t.Fatalf("ReadProof of a .proof = %q, %v; want it read", got, err)
 	}
 	writeProof(".tlog-proof", "new")
 	if got, err := s.ReadProof("s", 7); err != nil || string(got) != "new" {
 		t.Fatalf("ReadProof with both files = %q, %v; want the .tlog-proof", got, err)
 	}
+}
+
+// legacyProofPath is where earlier versions stored a receipt's proof.
+func legacyProofPath(s *Store, session string, sequence int64) string {
+	return filepath.Join(s.legacyProofDir(session), fmt.Sprint(sequence)+ProofExt)
+}
+
+// hasProof reports whether a proof of the receipt is stored, in any form.
+func hasProof(s *Store, session string, sequence int64) bool {
+	set, err := s.Proofs(session)
+	if err != nil {
+		return false
+	}
+	_, ok := set.Get(sequence)
+	return ok
 }

@@ -1,27 +1,20 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/internal/durable"
+	"github.com/docketlog/docket/logclient"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -33,8 +26,8 @@ var (
 	// ErrNoLog: the project has no log configured.
 	ErrNoLog = errors.New("no log configured (docket init -log URL -log-key VKEY)")
 	// ErrRejected: the log refused a receipt for good (4xx); retrying the
-	// same receipt cannot succeed.
-	ErrRejected = errors.New("log rejected the receipt")
+	// same receipt cannot succeed. It is logclient.ErrRejected.
+	ErrRejected = logclient.ErrRejected
 )
 
 // SyncOptions tunes Sync. The zero value is usable.
@@ -59,6 +52,10 @@ type SyncOptions struct {
 	// logged, when receipts were signed since the last one. Zero: every
 	// Sync that finds new receipts. Negative: never.
 	CheckpointEvery time.Duration
+	// Rescan makes Sync read every chain and every proof instead of
+	// starting where the last Sync stopped: for a store whose proofs were
+	// removed or restored by hand behind the cursor's back.
+	Rescan bool
 }
 
 // SyncResult counts what one Sync did.
@@ -78,38 +75,42 @@ type SyncResult struct {
 	Checkpoint int64
 }
 
-// pendingReceipt is a receipt without a stored proof.
-type pendingReceipt struct {
-	session  string
-	sequence int64
-	receipt  []byte
-}
+// proofBatch is how many proofs Sync stores (and fsyncs) at a time.
+const proofBatch = 256
 
 // Sync submits every receipt of the store that has no proof yet to the
 // configured log, verifies each proof against the log key (and the witness
-// quorum when a policy is configured) and stores it atomically next to the
-// receipt. Transient failures (network, 5xx, 503 + Retry-After) are retried
+// quorum when a policy is configured) and stores it in the session's proof
+// journal. Transient failures (network, 5xx, 503 + Retry-After) are retried
 // with backoff until ctx ends; rejections (4xx) are not retried. Sync holds
-// an exclusive lock so concurrent runs take turns, and it rescans after each
-// pass, returning when nothing is pending or nothing more can be done.
+// an exclusive lock so concurrent runs take turns, and it looks again after
+// each pass, returning when nothing is pending or nothing more can be done.
+//
+// Sync starts where the last one stopped (Pending, from the cursor saved in
+// the store), so a Sync with nothing to do costs the same however many
+// receipts the store holds. The cursor is saved only after the proofs it
+// no longer carries are durable, so a Sync killed at any point loses
+// nothing: the next one submits again what it cannot be sure of.
 func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) {
 	var res SyncResult
 	if opts.Receipt != nil {
 		res.Receipted, res.SpoolErr = s.DrainSpool(-1, opts.Receipt)
 	}
-	cfg, err := s.LoadConfig()
+	cfg, err := s.Config()
 	if err != nil {
 		return res, err
 	}
 	if !cfg.HasLog() {
 		return res, ErrNoLog
 	}
-	pv, priv, err := s.logVerifier(cfg)
+	key, err := s.Key()
+	if err != nil {
+		return res, fmt.Errorf("issuer key: %w", err)
+	}
+	lc, err := s.logClient(cfg, opts)
 	if err != nil {
 		return res, err
 	}
-	pub := priv.Public().(ed25519.PublicKey)
-	opts.setDefaults()
 
 	unlock, err := s.lockSync(ctx)
 	if err != nil {
@@ -117,103 +118,143 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 	}
 	defer unlock()
 
-	sub := &submitter{url: strings.TrimRight(cfg.LogURL, "/") + "/add", opts: opts, pv: pv, pub: pub, store: s}
-	rejected := make(map[string]bool) // session/sequence refused for good in this run
+	var cur Cursor // the zero Cursor: every chain
+	if !opts.Rescan {
+		cur = s.loadCursor()
+	}
+	rejected := make(map[Ref]bool) // refused for good in this run
 	checkpointed := opts.CheckpointEvery < 0
 	for {
-		// Read before the scan: when the scan then finds nothing pending,
-		// every receipt up to it is in the log.
-		hw, err := s.issuerLast()
+		pend, next, err := s.Pending(cur)
 		if err != nil {
 			return res, err
 		}
-		pend, err := s.pending()
-		if err != nil {
-			return res, err
-		}
-		var todo []pendingReceipt
+		var todo []Unproven
 		for _, p := range pend {
-			if !rejected[p.key()] {
+			if !rejected[p.Ref] {
 				todo = append(todo, p)
 			}
 		}
 		res.Pending = len(pend)
 		if len(pend) == 0 && !checkpointed {
 			checkpointed = true
-			if res.Checkpoint, err = s.issuerCheckpoint(priv, opts.CheckpointEvery, hw); err != nil {
+			// Every receipt up to next's issuer_sequence (read before the
+			// chains were) is in the log.
+			if res.Checkpoint, err = s.issuerCheckpoint(key, opts.CheckpointEvery, next.IssuerSequence()); err != nil {
 				return res, err
 			}
 			if res.Checkpoint > 0 {
+				if err := s.commitCursor(cur, next); err != nil {
+					return res, err
+				}
+				cur = next
 				continue // submit it
 			}
 		}
 		if len(todo) == 0 {
-			return res, nil
+			return res, s.commitCursor(cur, next)
 		}
-		var mu sync.Mutex
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(opts.Concurrency)
-		for _, p := range todo {
-			g.Go(func() error {
-				err := sub.deliver(gctx, p)
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					res.Stored++
-					res.Pending--
-				case ctx.Err() != nil:
-					return ctx.Err()
-				default:
-					rejected[p.key()] = true
-					res.Errors = append(res.Errors, fmt.Errorf("session %s receipt %d: %w", p.session, p.sequence, err))
-				}
-				return nil
-			})
+		proven, err := s.deliver(ctx, lc, key.Public().(ed25519.PublicKey), todo, &res, rejected)
+		next = next.Proven(proven...)
+		if cerr := s.commitCursor(cur, next); err == nil {
+			err = cerr
 		}
-		if err := g.Wait(); err != nil {
+		if err != nil {
 			return res, err
 		}
+		cur = next
 	}
 }
 
-func (opts *SyncOptions) setDefaults() {
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+// commitCursor saves next when it differs from cur, and empties the
+// appends journal when its time has come.
+func (s *Store) commitCursor(cur, next Cursor) error {
+	if next.equal(cur) {
+		return nil
 	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 8
+	if err := s.saveCursor(next); err != nil {
+		return err
 	}
-	if opts.MinBackoff <= 0 {
-		opts.MinBackoff = 250 * time.Millisecond
-	}
-	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = 30 * time.Second
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	_, err := s.compactAppends(next)
+	return err
 }
 
-// logVerifier returns the verifier of the configured log's proofs (with
-// the witness quorum of the configured policy) and the issuer key.
-func (s *Store) logVerifier(cfg Config) (*c2sp.ProofVerifier, ed25519.PrivateKey, error) {
-	var policy []byte
-	if p := cfg.WitnessPolicyPath(s.Project); p != "" {
-		var err error
-		if policy, err = os.ReadFile(p); err != nil {
-			return nil, nil, fmt.Errorf("witness policy: %w", err)
+// deliver submits receipts to the log and stores their proofs, and returns
+// the receipts whose proofs are stored. It returns an error when ctx ended
+// or proofs could not be stored; rejections go into res.
+func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.PublicKey, todo []Unproven, res *SyncResult, rejected map[Ref]bool) ([]Ref, error) {
+	var (
+		mu      sync.Mutex // guards everything below, and res
+		proven  []Ref
+		batch   []Proof
+		refs    []Ref
+		saveErr error
+	)
+	flush := func() {
+		if len(batch) == 0 || saveErr != nil {
+			return
 		}
+		if saveErr = s.PutProofs(batch); saveErr == nil {
+			proven = append(proven, refs...)
+			res.Stored += len(refs)
+			res.Pending -= len(refs)
+		}
+		batch, refs = batch[:0], refs[:0]
 	}
-	pv, err := c2sp.NewProofVerifier(cfg.LogKey, policy)
+	fail := func(p Unproven, err error) {
+		rejected[p.Ref] = true
+		res.Errors = append(res.Errors, fmt.Errorf("session %s receipt %d: %w", p.Session, p.Sequence, err))
+	}
+	entries := make([][]byte, 0, len(todo))
+	var sent []Unproven
+	for _, p := range todo {
+		entry, err := receipts.NewEntry(pub, p.Receipt)
+		if err != nil {
+			fail(p, fmt.Errorf("%w: not signed by the project's issuer key: %w", ErrRejected, err))
+			continue
+		}
+		entries = append(entries, entry)
+		sent = append(sent, p)
+	}
+	err := lc.Submit(ctx, entries, func(i int, proof *logclient.Proof, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		p := sent[i]
+		switch {
+		case err == nil:
+			batch = append(batch, Proof{Session: p.Session, Sequence: p.Sequence, Text: proof.Text})
+			refs = append(refs, p.Ref)
+			if len(batch) >= proofBatch {
+				flush()
+			}
+		case ctx.Err() != nil:
+			// Still pending; not a failure of the receipt.
+		default:
+			fail(p, err)
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	flush()
+	if saveErr != nil {
+		return proven, saveErr
+	}
+	return proven, err
+}
+
+// logClient returns the client of the configured log, verifying proofs
+// against its key and the configured witness policy.
+func (s *Store) logClient(cfg Config, opts SyncOptions) (*logclient.Client, error) {
+	v, err := c2sp.LoadProofVerifier(cfg.LogKey, cfg.WitnessPolicyPath(s.Project))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	priv, err := receipts.LoadPrivateKey(s.KeyPath())
+	ops, err := logclient.NewHTTPOps(cfg.LogURL, opts.HTTPClient, opts.Token)
 	if err != nil {
-		return nil, nil, fmt.Errorf("issuer key: %w", err)
+		return nil, err
 	}
-	return pv, priv, nil
+	return logclient.New(ops, logclient.Config{Verifier: v, Concurrency: opts.Concurrency,
+		MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Logger: opts.Logger})
 }
 
 // Publish submits one receipt of session (at sequence) to the configured
@@ -223,52 +264,30 @@ func (s *Store) logVerifier(cfg Config) (*c2sp.ProofVerifier, ed25519.PrivateKey
 // the sync lock: a Sync running at the same time may submit the same
 // receipt, which the log's strict dedup answers with the same index.
 func (s *Store) Publish(ctx context.Context, session string, sequence int64, receipt []byte, opts SyncOptions) error {
-	cfg, err := s.LoadConfig()
+	cfg, err := s.Config()
 	if err != nil {
 		return err
 	}
 	if !cfg.HasLog() {
 		return ErrNoLog
 	}
-	pv, priv, err := s.logVerifier(cfg)
+	key, err := s.Key()
+	if err != nil {
+		return fmt.Errorf("issuer key: %w", err)
+	}
+	lc, err := s.logClient(cfg, opts)
 	if err != nil {
 		return err
 	}
-	opts.setDefaults()
-	sub := &submitter{url: strings.TrimRight(cfg.LogURL, "/") + "/add", opts: opts, pv: pv, pub: priv.Public().(ed25519.PublicKey), store: s}
-	return sub.deliver(ctx, pendingReceipt{session: session, sequence: sequence, receipt: receipt})
-}
-
-func (p pendingReceipt) key() string { return p.session + "/" + strconv.FormatInt(p.sequence, 10) }
-
-// pending lists the receipts without a stored proof.
-func (s *Store) pending() ([]pendingReceipt, error) {
-	sessions, err := s.Sessions()
+	entry, err := receipts.NewEntry(key.Public().(ed25519.PublicKey), receipt)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("%w: not signed by the project's issuer key: %w", ErrRejected, err)
 	}
-	var out []pendingReceipt
-	for _, sess := range sessions {
-		recs, err := s.Receipts(sess)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range recs {
-			var env struct {
-				Payload struct {
-					Sequence int64 `json:"sequence"`
-				} `json:"payload"`
-			}
-			if err := json.Unmarshal(r, &env); err != nil || env.Payload.Sequence <= 0 {
-				return nil, fmt.Errorf("session %s: receipt without a sequence number", sess)
-			}
-			if s.hasProof(sess, env.Payload.Sequence) {
-				continue
-			}
-			out = append(out, pendingReceipt{session: sess, sequence: env.Payload.Sequence, receipt: r})
-		}
+	p, err := lc.Add(ctx, entry)
+	if err != nil {
+		return err
 	}
-	return out, nil
+	return s.PutProofs([]Proof{{Session: session, Sequence: sequence, Text: p.Text}})
 }
 
 // lockSync takes the store's sync lock, waiting for another run to finish.
@@ -308,93 +327,4 @@ func (s *Store) Syncing() bool {
 	defer f.Close()
 	ok, _ := durable.TryRLock(f)
 	return !ok
-}
-
-type submitter struct {
-	url   string
-	opts  SyncOptions
-	pv    *c2sp.ProofVerifier
-	pub   ed25519.PublicKey
-	store *Store
-}
-
-// deliver submits one receipt until the log answers with a proof that
-// verifies, which it then stores.
-func (sub *submitter) deliver(ctx context.Context, p pendingReceipt) error {
-	leaf, err := receipts.NewEntry(sub.pub, p.receipt)
-	if err != nil {
-		return fmt.Errorf("%w: not signed by the project's issuer key: %w", ErrRejected, err)
-	}
-	backoff := sub.opts.MinBackoff
-	for attempt := 1; ; attempt++ {
-		proofText, retryAfter, err := sub.post(ctx, leaf)
-		if err == nil {
-			if _, err := sub.pv.Verify(leaf, proofText); err != nil {
-				// A log that answers with a bad proof is misbehaving or
-				// misconfigured; do not store it, do not hammer it.
-				return fmt.Errorf("log answered with a proof that does not verify: %w", err)
-			}
-			return durable.WriteFile(sub.store.ProofPath(p.session, p.sequence), proofText, 0o600)
-		}
-		if errors.Is(err, ErrRejected) {
-			return err
-		}
-		d := backoff/2 + rand.N(backoff/2+1)
-		if retryAfter > d {
-			d = retryAfter
-		}
-		sub.opts.Logger.Info("sync: retrying", "session", p.session, "sequence", p.sequence, "attempt", attempt, "in", d, "err", err)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
-		case <-time.After(d):
-		}
-		backoff = min(2*backoff, sub.opts.MaxBackoff)
-	}
-}
-
-// post submits one entry. It returns the proof, or the delay the log asked
-// for and a transient error, or an error wrapping ErrRejected.
-func (sub *submitter) post(ctx context.Context, leaf []byte) ([]byte, time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.url, bytes.NewReader(leaf))
-	if err != nil {
-		return nil, 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if sub.opts.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+sub.opts.Token)
-	}
-	resp, err := sub.opts.HTTPClient.Do(req)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, 0, err
-	}
-	switch {
-	case resp.StatusCode == http.StatusOK:
-		return body, 0, nil
-	case resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		var ra time.Duration
-		if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n >= 0 {
-			ra = time.Duration(min(n, 3600)) * time.Second
-		}
-		return nil, ra, fmt.Errorf("log answered %s: %s", resp.Status, errorMessage(body))
-	default:
-		return nil, 0, fmt.Errorf("%w: %s: %s", ErrRejected, resp.Status, errorMessage(body))
-	}
-}
-
-// errorMessage returns the message of a JSON error body, or the body.
-func errorMessage(body []byte) string {
-	var e struct{ Error, Message string }
-	if json.Unmarshal(body, &e) == nil && e.Error != "" {
-		return e.Error + ": " + e.Message
-	}
-	if len(body) > 200 {
-		body = body[:200]
-	}
-	return strings.TrimSpace(string(body))
 }

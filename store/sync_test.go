@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -63,7 +62,7 @@ func TestSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	priv, kf := receipts.GenerateKey()
-	if err := receipts.WriteKeyFile(st.KeyPath(), kf); err != nil {
+	if err := st.WriteKey(kf); err != nil {
 		t.Fatal(err)
 	}
 	appendReceipt := func(tool string) {
@@ -89,7 +88,7 @@ func TestSync(t *testing.T) {
 	pv, _ := c2sp.NewProofVerifier(fl.VKey, nil)
 	recs, _ := st.Receipts("s1")
 	for i, r := range recs {
-		p, err := os.ReadFile(st.ProofPath("s1", int64(i+1)))
+		p, err := st.ReadProof("s1", int64(i+1))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -626,7 +626,7 @@ func TestSync(t *testing.T) {
 	for _, session := range []string{"sess-a", "sess-b"} {
 		recs, _ := st.Receipts(session)
 		for i, r := range recs {
-			pf, err := os.ReadFile(st.ProofPath(session, int64(i+1)))
+			pf, err := st.ReadProof(session, int64(i+1))
 			if err != nil {
 				t.Fatalf("proof of %s/%d: %v", session, i+1, err)
 			}

@@ -163,9 +163,12 @@ func demo(ctx context.Context, w io.Writer, dir string) error {
 		if err != nil || code != 0 {
 			return fmt.Errorf("docket sync: exit %d: %v %s", code, err, stderr)
 		}
-		proofs, _ := filepath.Glob(filepath.Join(d.project, ".docket", "proofs", "demo-session", "*"+store.ProofExt))
+		proofs, err := store.Open(d.project).Proofs("demo-session")
+		if err != nil {
+			return fmt.Errorf("reading the proofs: %w", err)
+		}
 		d.say("docket sync: %s (the hooks had already started it in the background); %d proofs stored",
-			strings.TrimSpace(out+stderr), len(proofs))
+			strings.TrimSpace(out+stderr), proofs.Len())
 		proof, err := store.Open(d.project).ReadProof("demo-session", 2)
 		if err != nil {
 			return fmt.Errorf("no proof stored for receipt 2: %w", err)

@@ -18,7 +18,8 @@ const exportUsage = `Usage:
     docket export trace -session ID [options]   (a TRACE Trust Record: docket export trace -h)
 
 Writes what an operator hands an auditor, in one directory: the session
-chains, their tlog-proofs, the issuer's JWKS, the policy files, the witness
+chains, their tlog-proofs (one .tlog-proof file per receipt, as
+c2sp.org/tlog-proof names them), the issuer's JWKS, the policy files, the witness
 policy and the log's key, with a manifest (docket-bundle.json). docket
 verify and docket audit take the directory as it is.
 `
@@ -59,7 +60,7 @@ func exportBundle(st *store.Store, project, dir string, only []string) (int, err
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return 0, err
 	}
-	cfg, err := st.LoadConfig()
+	cfg, err := st.Config()
 	if err != nil {
 		return 0, err
 	}
@@ -67,7 +68,7 @@ func exportBundle(st *store.Store, project, dir string, only []string) (int, err
 	if err != nil {
 		return 0, err
 	}
-	out := &store.Store{Dir: dir}
+	out := store.OpenDir(dir)
 	n := 0
 	for _, name := range names {
 		rs, err := st.Receipts(name)
@@ -81,21 +82,17 @@ func exportBundle(st *store.Store, project, dir string, only []string) (int, err
 		if err := copyFile(st.ChainPath(name), out.ChainPath(name), 0o644); err != nil {
 			return 0, err
 		}
-		for seq := int64(1); seq <= int64(len(rs)); seq++ {
-			proof, err := st.ReadProof(name, seq)
-			if err != nil {
-				continue // not yet logged
-			}
-			if err := os.MkdirAll(out.ProofDir(name), 0o755); err != nil {
-				return 0, err
-			}
-			if err := os.WriteFile(out.ProofPath(name, seq), proof, 0o644); err != nil {
-				return 0, err
-			}
+		// One .tlog-proof file per logged receipt, for third parties.
+		proofs, err := st.Proofs(name)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := store.WriteProofFiles(dir, name, proofs, 0o644); err != nil {
+			return 0, err
 		}
 	}
 	m := bundle{LogURL: cfg.LogURL, LogKey: cfg.LogKey}
-	if key, err := receipts.LoadPrivateKey(st.KeyPath()); err == nil {
+	if key, err := st.Key(); err == nil {
 		j, _ := jsonIndent(map[string]any{"keys": []any{receipts.JWK(key.Public().(ed25519.PublicKey))}})
 		if err := os.WriteFile(filepath.Join(dir, "issuers.jwks"), j, 0o644); err != nil {
 			return 0, err

@@ -14,14 +14,17 @@ import (
 )
 
 const syncUsage = `Usage:
-    docket sync [-dir PROJECT] [-timeout D] [-v]
+    docket sync [-dir PROJECT] [-timeout D] [-rescan] [-v]
 
 Submits every receipt under PROJECT/.docket that has no proof yet to the
 configured log, verifies each returned proof (log signature, inclusion of
 the exact entry, witness quorum when a policy is configured) and stores it
-in .docket/proofs/<session>/<sequence>.tlog-proof. Transient failures are retried
-with backoff (honouring Retry-After) until the timeout. Runs take turns on a
-lock, so it is safe to start many; a run exits when nothing is pending.
+in the session's proof journal, .docket/sessions/<session>.proofs (docket
+export writes one .tlog-proof file per receipt). Transient failures are
+retried with backoff (honouring Retry-After) until the timeout. Runs take
+turns on a lock, so it is safe to start many; a run exits when nothing is
+pending. A run starts where the last one stopped, so it costs what was
+appended since, not the project's history.
 
 Options:
     -dir PROJECT   project root (default $CLAUDE_PROJECT_DIR or the current directory)
@@ -32,6 +35,8 @@ Options:
                    to its issuer_high_water is in the log, and the open sessions)
                    at most every D, when receipts were signed since the last
                    (default 5m; 0: whenever there are; negative: never)
+    -rescan        read every chain and proof instead of starting where the
+                   last run stopped (after proofs were removed or restored by hand)
     -v             report each retry on stderr
 
 Exit codes:
@@ -47,6 +52,7 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	tokenEnv := fl.String("token-env", "", "")
 	verbose := fl.Bool("v", false, "")
 	every := fl.Duration("checkpoint-every", 5*time.Minute, "")
+	rescan := fl.Bool("rescan", false, "")
 	if err := fl.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -63,7 +69,7 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		project = p
 	}
-	opts := store.SyncOptions{CheckpointEvery: *every}
+	opts := store.SyncOptions{CheckpointEvery: *every, Rescan: *rescan}
 	if *tokenEnv != "" {
 		opts.Token = os.Getenv(*tokenEnv)
 		if opts.Token == "" {

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/docketlog/docket/c2sp"
@@ -230,14 +233,26 @@ func expandBundles(args []string, keyHex, jwks, keyFile, logKey, policy *string)
 
 // checkProofs requires a verified log proof for every valid receipt of f,
 // read from dir/<sequence>.tlog-proof (or .proof). With no dir, a chain file
-// .docket/sessions/NAME.jsonl has its proofs in .docket/proofs/NAME.
+// DIR/sessions/NAME.jsonl has its proofs in the store (or export bundle) DIR.
 func checkProofs(f *fileResult, v *c2sp.ProofVerifier, dir string) {
 	if f.err != nil {
 		return
 	}
+	readProof := func(seq string) ([]byte, error) { return store.ReadProofFile(dir, seq) }
 	if dir == "" {
 		base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f.name), ".jsonl"), ".json")
-		dir = filepath.Join(filepath.Dir(filepath.Dir(f.name)), store.ProofsDir, base)
+		dir = filepath.Dir(filepath.Dir(f.name))
+		proofs, err := store.OpenDir(dir).Proofs(base)
+		readProof = func(seq string) ([]byte, error) {
+			n, perr := strconv.ParseInt(seq, 10, 64)
+			if err != nil || perr != nil {
+				return nil, errors.Join(err, perr)
+			}
+			if b, ok := proofs.Get(n); ok {
+				return b, nil
+			}
+			return nil, fs.ErrNotExist
+		}
 	}
 	f.logIndex = make([]int64, len(f.results))
 	for i := range f.results {
@@ -249,7 +264,7 @@ func checkProofs(f *fileResult, v *c2sp.ProofVerifier, dir string) {
 		obj, _ := strictjson.ParseObject(f.lines[i])
 		payload, _ := obj["payload"].(map[string]any)
 		seq, _ := payload["sequence"].(json.Number)
-		proof, err := store.ReadProofFile(dir, string(seq))
+		proof, err := readProof(string(seq))
 		if seq == "" || err != nil {
 			r.Outcome, r.Cause, r.Detail = receipts.Undecidable, c2sp.CauseNoProof, fmt.Sprintf("no log proof in %s (run docket sync)", dir)
 			continue
