@@ -39,6 +39,8 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 	}
 	if _, err := cfg.Gate.Record(ctx, gate.Event{HookEvent: receipts.SessionStart, SessionID: cfg.SessionID, Agent: r.agent}); err != nil {
 		r.log.Error("mcp: recording the session start", "err", err)
+	} else if cfg.Appended != nil {
+		cfg.Appended()
 	}
 	go func() { p.outDone <- r.serverLoop(p.stdout) }()
 	clientDone := make(chan error, 1)

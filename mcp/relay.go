@@ -106,6 +106,12 @@ type Config struct {
 	Grace time.Duration
 	// Logger receives one line per decided call; nil discards.
 	Logger *slog.Logger
+	// Appended, if set, is called after each receipt the relay appends to
+	// the session's chain (the session_end excepted: Run returns right
+	// after it), from the goroutine that appended it; it must not block.
+	// docket mcp wakes its store.Follower with it, so that receipts reach
+	// the log while the session runs.
+	Appended func()
 }
 
 func (c *Config) check() error {
@@ -217,7 +223,13 @@ func (r *relay) append(fn func() error) error {
 	if r.ended {
 		return errEnded
 	}
-	return fn()
+	if err := fn(); err != nil {
+		return err
+	}
+	if r.cfg.Appended != nil {
+		r.cfg.Appended()
+	}
+	return nil
 }
 
 // end ends the session: once it returns, no receipt is appended but the

@@ -53,6 +53,10 @@ Options:
     -max-line BYTES       cap on one client message (default 1048576)
     -grace DURATION       wait before SIGTERM, then SIGKILL, once the client is gone (default 2s)
     -log FILE             append one JSON line per decided call to FILE
+    -sync-every DURATION  when the project has a log, submit the session's receipts
+                          to it in the background while the session runs: at most
+                          DURATION apart, and right after each receipt is signed
+                          (default 1s; 0: only once the session ends, as the hooks do)
 
 Examples:
     docket mcp -name fs -- npx -y @modelcontextprotocol/server-filesystem .
@@ -73,6 +77,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	maxLine := fs.Int("max-line", mcp.DefaultMaxLine, "")
 	grace := fs.Duration("grace", 2*time.Second, "")
 	logFile := fs.String("log", "", "")
+	syncEvery := fs.Duration("sync-every", time.Second, "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -150,16 +155,47 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err := g.ConfigError(); err != nil {
 		warnf(stderr, "mcp: %v; every allowed call waits for the log, which cannot take it, and is denied", err)
 	}
+	hasLog := false
+	if c, err := st.LoadConfig(); err == nil && c.HasLog() {
+		hasLog = true
+	}
+	var follower *store.Follower
+	if hasLog && *syncEvery > 0 {
+		// Receipts reach the log while the session runs, not only once it
+		// ends (or never, when the relay is killed): one goroutine, woken
+		// after each receipt. Failures are reported once per change.
+		logger := cfg.Logger
+		if logger == nil {
+			logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		}
+		follower = st.Follow(ctx, *syncEvery, store.SyncOptions{CheckpointEvery: 5 * time.Minute}, logger)
+		cfg.Appended = follower.Wake
+	}
 	code, err := mcp.Run(ctx, cfg, stdin, stdout, stderr)
 	if err != nil {
 		errorf(stderr, "mcp: %v", err)
 	}
-	// Like the hooks: submit the new receipts when a log is configured.
-	if c, err := st.LoadConfig(); err == nil && c.HasLog() {
-		startSync(st, stderr)
+	if !hasLog {
+		return code
 	}
+	if follower != nil {
+		// The session_end and whatever the last round left, in a bounded
+		// wait; what is still pending goes to a detached docket sync.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalSync)
+		err := follower.Shutdown(sctx)
+		cancel()
+		if err == nil {
+			return code
+		}
+	}
+	// Like the hooks: submit the new receipts in a detached docket sync.
+	startSync(st, stderr)
 	return code
 }
+
+// finalSync bounds the last submission of docket mcp, once the session
+// ended, before it hands what is left to a detached docket sync.
+const finalSync = 5 * time.Second
 
 // serverName derives a server name from its command: the base name of the
 // program, or of the first argument that names a package for npx, uvx and
