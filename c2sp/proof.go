@@ -99,6 +99,9 @@ func NewPolicyVerifier(logVKey string, p *Policy) (*ProofVerifier, error) {
 // LogKey returns the verifier of the pinned log key.
 func (v *ProofVerifier) LogKey() note.Verifier { return v.logKey }
 
+// Policy returns the witness policy checkpoints must satisfy, or nil.
+func (v *ProofVerifier) Policy() *Policy { return v.policy }
+
 // Witnessed reports whether checkpoints must satisfy a witness quorum: a
 // policy was given and its quorum is not "none".
 func (v *ProofVerifier) Witnessed() bool { return v.policy != nil && !v.policy.Unwitnessed() }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -183,12 +184,20 @@ func (h *HTTPOps) ReadRemote(ctx context.Context, path string, limit int64) ([]b
 		return nil, fmt.Errorf("GET %s: %w", u.Redacted(), statusError(resp))
 	}
 	var body io.Reader = resp.Body
-	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
+	enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+	// The compressed stream is bounded too: gzip never grows data by more
+	// than a few bytes per 32 KiB block.
+	sent := limit
+	if enc == "gzip" {
+		sent = limit + limit/64 + 1024
+	}
+	if resp.ContentLength > sent {
+		return nil, fmt.Errorf("GET %s: %w: Content-Length %d, limit %d", u.Redacted(), ErrTooLarge, resp.ContentLength, sent)
+	}
+	switch enc {
 	case "", "identity":
 	case "gzip":
-		// The compressed stream is bounded too: gzip never grows data by
-		// more than a few bytes per 32 KiB block.
-		zr, err := gzip.NewReader(io.LimitReader(resp.Body, limit+limit/64+1024))
+		zr, err := gzip.NewReader(io.LimitReader(resp.Body, sent))
 		if err != nil {
 			return nil, fmt.Errorf("GET %s: gzip: %w", u.Redacted(), err)
 		}
@@ -240,7 +249,9 @@ func readLimited(r io.Reader, limit int64) ([]byte, error) {
 
 // DirOps reads a log's POSIX storage directory (Tessera's layout, which is
 // the tlog-tiles layout), for auditing a log from a copy of its files. It
-// cannot add entries.
+// cannot add entries. It opens only regular files (not a device, a FIFO or
+// a directory put in a resource's place, even behind a symbolic link) and
+// refuses one larger than the caller's limit before reading it.
 type DirOps struct{ root string }
 
 // NewDirOps returns the ClientOps of the log stored in the directory root.
@@ -251,11 +262,24 @@ func (d DirOps) ReadRemote(_ context.Context, path string, limit int64) ([]byte,
 	if !filepath.IsLocal(filepath.FromSlash(path)) {
 		return nil, fmt.Errorf("%s: not a path inside the log", path)
 	}
-	f, err := os.Open(filepath.Join(d.root, filepath.FromSlash(path)))
+	// O_NONBLOCK: opening a FIFO put in place of a resource must not
+	// block; it is refused below as not a regular file.
+	f, err := os.OpenFile(filepath.Join(d.root, filepath.FromSlash(path)), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err // fs.ErrNotExist for a missing resource
 	}
 	defer f.Close()
+	// Refused before a byte is read: a device (a symbolic link to
+	// /dev/zero), a FIFO or a directory, and a file larger than limit.
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s: %w: not a regular file", f.Name(), ErrMalformed)
+	case fi.Size() > limit:
+		return nil, fmt.Errorf("%s: %w: %d bytes, limit %d", f.Name(), ErrTooLarge, fi.Size(), limit)
+	}
 	data, err := readLimited(f, limit)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Name(), err)

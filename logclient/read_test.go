@@ -10,6 +10,11 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/transparency-dev/tessera/api/layout"
@@ -220,5 +225,96 @@ func TestHTTPReadBounds(t *testing.T) {
 	}
 	if _, err := logclient.NewHTTPOps("ftp://x", nil, ""); err == nil {
 		t.Errorf("NewHTTPOps(ftp://x) = nil error, want a refusal")
+	}
+}
+
+// TestDirOpsRefusesBeforeReading puts what a hostile storage directory
+// holds in place of a resource and wants it refused unread: ReadRemote's
+// limit is what a partial bundle of width 3 may hold.
+func TestDirOpsRefusesBeforeReading(t *testing.T) {
+	const limit = 3 * (2 + logclient.MaxEntrySize)
+	tests := []struct {
+		name    string
+		write   func(t *testing.T, path string)
+		wantErr error
+		want    string // in the error: the refusal came before any read
+	}{
+		{"sparse file of 64 MiB", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, 64<<20); err != nil {
+				t.Fatal(err)
+			}
+		}, logclient.ErrTooLarge, "67108864 bytes, limit 196611"},
+		{"symbolic link to /dev/zero", func(t *testing.T, path string) {
+			if err := os.Symlink("/dev/zero", path); err != nil {
+				t.Fatal(err)
+			}
+		}, logclient.ErrMalformed, "not a regular file"},
+		{"FIFO", func(t *testing.T, path string) {
+			if err := syscall.Mkfifo(path, 0o644); err != nil {
+				t.Skipf("mkfifo: %v", err)
+			}
+		}, logclient.ErrMalformed, "not a regular file"},
+		{"directory", func(t *testing.T, path string) {
+			if err := os.Mkdir(path, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, logclient.ErrMalformed, "not a regular file"},
+		{"file of exactly the limit", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, make([]byte, limit), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tt.write(t, filepath.Join(dir, "r"))
+			got, err := logclient.NewDirOps(dir).ReadRemote(t.Context(), "r", limit)
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) || !strings.Contains(fmt.Sprint(err), tt.want) {
+				t.Fatalf("ReadRemote = %d bytes, %v; want %v (%q)", len(got), err, tt.wantErr, tt.want)
+			}
+		})
+	}
+}
+
+// TestHTTPOpsRefusesDeclaredSize: a body whose Content-Length is over the
+// limit (its compressed bound, when gzipped) is refused before it is read.
+func TestHTTPOpsRefusesDeclaredSize(t *testing.T) {
+	const limit = 1000
+	tests := []struct {
+		name     string
+		encoding string
+		length   int
+		wantErr  error
+	}{
+		{"identity over the limit", "", limit + 1, logclient.ErrTooLarge},
+		{"identity at the limit", "", limit, nil},
+		{"gzip over its compressed bound", "gzip", limit + limit/64 + 1025, logclient.ErrTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tt.encoding != "" {
+					w.Header().Set("Content-Encoding", tt.encoding)
+				}
+				w.Header().Set("Content-Length", strconv.Itoa(tt.length))
+				w.Write(make([]byte, tt.length))
+			}))
+			defer srv.Close()
+			ops, err := logclient.NewHTTPOps(srv.URL, srv.Client(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ops.ReadRemote(t.Context(), "r", limit)
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Fatalf("ReadRemote = %d bytes, %v; want %v", len(got), err, tt.wantErr)
+			}
+			if err == nil && len(got) != tt.length {
+				t.Errorf("ReadRemote = %d bytes, want %d", len(got), tt.length)
+			}
+		})
 	}
 }

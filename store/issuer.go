@@ -216,12 +216,8 @@ func (s *Store) maxIssuerSequence() (int64, error) {
 }
 
 func issuerSequenceOf(line []byte) (int64, bool) {
-	var r struct {
-		Payload struct {
-			IssuerSequence int64 `json:"issuer_sequence"`
-		} `json:"payload"`
-	}
-	if json.Unmarshal(line, &r) != nil {
+	r, err := receipts.Open(line, nil)
+	if err != nil {
 		return 0, false
 	}
 	return r.Payload.IssuerSequence, true
@@ -240,15 +236,11 @@ func (s *Store) issuerCheckpoint(key ed25519.PrivateKey, every time.Duration, hw
 	if hw == 0 {
 		return 0, nil
 	}
-	var prev struct {
-		Payload struct {
-			IssuedAt        string `json:"issued_at"`
-			IssuerSequence  int64  `json:"issuer_sequence"`
-			IssuerHighWater int64  `json:"issuer_high_water"`
-		} `json:"payload"`
-	}
+	prev := &receipts.Receipt{}
 	if last, err := s.lastReceipt(IssuerSession); err == nil && last != nil {
-		json.Unmarshal(last, &prev)
+		if r, err := receipts.Open(last, nil); err == nil {
+			prev = r
+		}
 	}
 	if prev.Payload.IssuerSequence >= hw {
 		return 0, nil // nothing signed since the last checkpoint
@@ -287,13 +279,7 @@ func (s *Store) openSessions() ([]string, error) {
 		if err != nil || last == nil {
 			continue
 		}
-		var end struct {
-			Payload struct {
-				SessionID      string `json:"session_id"`
-				LifecycleEvent string `json:"lifecycle_event"`
-			} `json:"payload"`
-		}
-		if json.Unmarshal(last, &end) == nil && end.Payload.LifecycleEvent != receipts.LifecycleSessionEnd {
+		if end, err := receipts.Open(last, nil); err == nil && end.Payload.LifecycleEvent != receipts.LifecycleSessionEnd {
 			open = append(open, end.Payload.SessionID)
 		}
 	}

@@ -498,12 +498,8 @@ func readTail(f *os.File, size int64) ([]byte, int64, error) {
 }
 
 func sequenceOf(rec []byte) (int64, error) {
-	var r struct {
-		Payload struct {
-			Sequence int64 `json:"sequence"`
-		} `json:"payload"`
-	}
-	if err := json.Unmarshal(rec, &r); err != nil || r.Payload.Sequence <= 0 {
+	r, err := receipts.Open(rec, nil)
+	if err != nil || r.Payload.Sequence <= 0 {
 		return 0, fmt.Errorf("%w: last receipt has no sequence number", ErrChainCorrupt)
 	}
 	return r.Payload.Sequence, nil

@@ -92,14 +92,7 @@ func (lf *logFlags) open() (audit.Fetcher, *c2sp.ProofVerifier, error) {
 	if lf.log == "" || lf.logKey == "" {
 		return nil, nil, errors.New("-log and -log-key are required")
 	}
-	var policy []byte
-	if lf.policy != "" {
-		var err error
-		if policy, err = os.ReadFile(lf.policy); err != nil {
-			return nil, nil, err
-		}
-	}
-	v, err := c2sp.NewProofVerifier(lf.logKey, policy)
+	v, err := c2sp.LoadProofVerifier(lf.logKey, lf.policy)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -272,7 +265,7 @@ func readPresented(paths []string) ([]audit.Chain, *bundle, error) {
 		} else if _, err := os.Stat(filepath.Join(p, store.DirName)); err == nil {
 			dir = filepath.Join(p, store.DirName)
 		}
-		st := &store.Store{Dir: dir}
+		st := store.OpenDir(dir)
 		names, err := st.Sessions()
 		if err != nil {
 			return nil, nil, err
@@ -316,7 +309,7 @@ func runVerifyEvidence(_ context.Context, args []string, _ io.Reader, stdout, st
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	v, err := c2sp.NewProofVerifier(*logKey, nil)
+	v, err := c2sp.LoadProofVerifier(*logKey, "")
 	if err != nil || fs.NArg() == 0 {
 		errorf(stderr, "verify-evidence: -log-key VKEY and at least one FILE are required (%v)", err)
 		return 2
@@ -393,7 +386,7 @@ func runVerifyIndex(_ context.Context, args []string, _ io.Reader, stdout, stder
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	v, err := c2sp.NewProofVerifier(*logKey, nil)
+	v, err := c2sp.LoadProofVerifier(*logKey, "")
 	if err != nil || fs.NArg() != 1 {
 		errorf(stderr, "verify-index: -log-key VKEY and one FILE are required (%v)", err)
 		return 2

@@ -557,7 +557,7 @@ func (d *demoRun) auditSteps(ctx context.Context, logURL, logVKey, policyPath, k
 // copyChains copies the session chains of a .docket directory that keep
 // selects into dst, passing those named in edit through their function.
 func copyChains(src, dst string, keep func(string) bool, edit map[string]func([][]byte) ([][]byte, error)) error {
-	from, to := &store.Store{Dir: src}, &store.Store{Dir: dst}
+	from, to := store.OpenDir(src), store.OpenDir(dst)
 	names, err := from.Sessions()
 	if err != nil {
 		return err

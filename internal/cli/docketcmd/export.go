@@ -122,12 +122,8 @@ func selectedSession(rs [][]byte, only []string) bool {
 	if len(rs) == 0 {
 		return false
 	}
-	var p struct {
-		Payload struct {
-			SessionID string `json:"session_id"`
-		} `json:"payload"`
-	}
-	if json.Unmarshal(rs[0], &p) != nil {
+	p, err := receipts.Open(rs[0], nil)
+	if err != nil {
 		return false
 	}
 	for _, s := range only {

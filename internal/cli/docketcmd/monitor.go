@@ -74,11 +74,7 @@ func runMonitor(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		errorf(stderr, "monitor: %v", err)
 		return 2
 	}
-	witnesses, err := policyWitnessURLs(lf.policy)
-	if err != nil {
-		errorf(stderr, "monitor: %v", err)
-		return 2
-	}
+	witnesses := policyWitnessURLs(v.Policy())
 	cfg := audit.MonitorConfig{Fetcher: f, Verifier: v, Witnesses: witnesses, HTTPClient: &http.Client{Timeout: defaultHTTPTimeout},
 		StateDir: *state, Keys: keys, AlertDeny: *alertDeny, Stale: *stale, Exec: *execCmd, Alerts: stdout, Human: stderr,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
@@ -118,18 +114,11 @@ func runMonitor(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 }
 
-// policyWitnessURLs returns the URLs of the witnesses of a policy file.
-func policyWitnessURLs(path string) ([]string, error) {
-	if path == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	p, err := c2sp.ParsePolicy(b)
-	if err != nil {
-		return nil, err
+// policyWitnessURLs returns the URLs of the witnesses of a policy, which
+// may be nil.
+func policyWitnessURLs(p *c2sp.Policy) []string {
+	if p == nil {
+		return nil
 	}
 	var urls []string
 	for _, w := range p.Witnesses {
@@ -137,5 +126,5 @@ func policyWitnessURLs(path string) ([]string, error) {
 			urls = append(urls, w.URL)
 		}
 	}
-	return urls, nil
+	return urls
 }

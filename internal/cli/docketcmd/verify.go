@@ -138,14 +138,7 @@ func newProofVerifier(logKey, witnessPolicy string) (*c2sp.ProofVerifier, error)
 	if logKey == "" {
 		return nil, nil
 	}
-	var policy []byte
-	if witnessPolicy != "" {
-		var err error
-		if policy, err = os.ReadFile(witnessPolicy); err != nil {
-			return nil, err
-		}
-	}
-	return c2sp.NewProofVerifier(logKey, policy)
+	return c2sp.LoadProofVerifier(logKey, witnessPolicy)
 }
 
 func loadKeys(keyHex, jwksFile, keyFile string) (*receipts.KeySet, error) {
