@@ -52,13 +52,11 @@ func buildDocket(t *testing.T) string {
 	return bin
 }
 
-// TestEndToEnd drives the npm filesystem and everything servers with the
-// TypeScript SDK's client, each through `docket mcp`.
-func TestEndToEnd(t *testing.T) {
-	nm := nodeModules(t)
-	docket := buildDocket(t)
-
-	project := t.TempDir()
+// newProject makes project a Docket project with a new issuer key and
+// returns its store, the key, and the default policy with servers
+// trusted (for the caller to edit and write).
+func newProject(t *testing.T, project string, servers ...string) (*store.Store, ed25519.PrivateKey, []byte) {
+	t.Helper()
 	st := store.Open(project)
 	priv, kf := receipts.GenerateKey()
 	if err := os.MkdirAll(st.PolicyDir(), 0o700); err != nil {
@@ -68,12 +66,24 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	pol := policy.Default
-	for _, s := range []string{"fs", "everything"} {
+	for _, s := range servers {
+		var changed bool
 		var err error
-		if pol, _, err = mcp.TrustServer(pol, s); err != nil {
-			t.Fatal(err)
+		if pol, changed, err = mcp.TrustServer(pol, s); err != nil || !changed {
+			t.Fatalf("TrustServer(%s) = %v, %v; want a changed policy", s, changed, err)
 		}
 	}
+	return st, priv, pol
+}
+
+// TestEndToEnd drives the npm filesystem and everything servers with the
+// TypeScript SDK's client, each through `docket mcp`.
+func TestEndToEnd(t *testing.T) {
+	nm := nodeModules(t)
+	docket := buildDocket(t)
+
+	project := t.TempDir()
+	st, priv, pol := newProject(t, project, "fs", "everything")
 	pol = append(pol, "\n@id(\"no-fs-writes\")\n@reason(\"the filesystem server is read-only here\")\nforbid (principal, action == Action::\"mcp__fs__write_file\", resource);\n"...)
 	if err := os.WriteFile(filepath.Join(st.PolicyDir(), "docket.cedar"), pol, 0o600); err != nil {
 		t.Fatal(err)
@@ -205,18 +215,7 @@ func TestTypeScriptView(t *testing.T) {
 	nm := nodeModules(t)
 	docket := buildDocket(t)
 	project := t.TempDir()
-	st := store.Open(project)
-	priv, kf := receipts.GenerateKey()
-	if err := os.MkdirAll(st.PolicyDir(), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := receipts.WriteKeyFile(st.KeyPath(), kf); err != nil {
-		t.Fatal(err)
-	}
-	pol, _, err := mcp.TrustServer(policy.Default, "ts")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, priv, pol := newProject(t, project, "ts")
 	if err := os.WriteFile(filepath.Join(st.PolicyDir(), "docket.cedar"), pol, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docketlog/docket/mcp"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
-	"github.com/docketlog/docket/store"
 )
 
 // TestSecretsThroughMCPSideDoorDenied is issue 20's family 3, "secrets
@@ -38,18 +36,7 @@ func TestSecretsThroughMCPSideDoorDenied(t *testing.T) {
 		return d
 	}
 	project, home := evalDir(t.TempDir()), evalDir(t.TempDir())
-	st := store.Open(project)
-	priv, kf := receipts.GenerateKey()
-	if err := os.MkdirAll(st.PolicyDir(), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := receipts.WriteKeyFile(st.KeyPath(), kf); err != nil {
-		t.Fatal(err)
-	}
-	pol, changed, err := mcp.TrustServer(policy.Default, "fs")
-	if err != nil || !changed {
-		t.Fatalf("TrustServer(default, fs) = %v, %v", changed, err)
-	}
+	st, priv, pol := newProject(t, project, "fs")
 	policyFile := filepath.Join(st.PolicyDir(), "docket.cedar")
 	const (
 		envSecret = "AWS_SECRET_ACCESS_KEY=side-door-env-secret"
