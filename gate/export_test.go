@@ -4,6 +4,7 @@ import "github.com/docketlog/docket/policy"
 
 // Engine returns the gate's policy once loaded, for tests.
 func (g *Gate) Engine() *policy.Engine {
+	g.Preload()
 	<-g.loaded
 	return g.engine
 }

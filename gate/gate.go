@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/docketlog/docket/policy"
@@ -59,9 +60,11 @@ type Gate struct {
 	configErr  error
 
 	// loaded is closed once engine and policyErr are set: the policy
-	// loads in the background (see Open). When it could not be loaded,
+	// loads on its own goroutine, started once by loadOnce (see Preload).
+	// When it could not be loaded,
 	// engine is nil and policyErr says why: every call is then denied, and
 	// the deny is signed (reason gate_error).
+	loadOnce  sync.Once
 	loaded    chan struct{}
 	engine    *policy.Engine
 	policyErr error

@@ -58,10 +58,12 @@ type Options struct {
 // errors and which deny.
 //
 // Open returns once the key and the configuration are read. Loading the
-// policy (parsing Cedar) is the slow part: it goes on in the background,
-// and Decide and Preview wait for it, so that a caller that opens the gate
-// first overlaps it with the rest of its work. Open's error is a key that
-// cannot be loaded, or ctx ending first.
+// policy (parsing Cedar) is the slow part and only deciding needs it: it
+// starts at the first Decide, Preview or PolicyError, or earlier on its own
+// goroutine when the caller calls Preload, so that a caller that will
+// decide overlaps it with the rest of its work; a gate that only records
+// executions never parses the policy. Open's error is a key that cannot be
+// loaded, or ctx ending first.
 func Open(ctx context.Context, dir string, opts Options) (*Gate, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
@@ -74,15 +76,6 @@ func Open(ctx context.Context, dir string, opts Options) (*Gate, error) {
 	if g.home == "" {
 		g.home, _ = os.UserHomeDir()
 	}
-	go func() {
-		defer close(g.loaded)
-		defer func() {
-			if r := recover(); r != nil {
-				g.engine, g.policyErr = nil, fmt.Errorf("panic loading policy: %.200v", r)
-			}
-		}()
-		g.engine, g.policyErr = LoadPolicy(s)
-	}()
 	type loadedKey struct {
 		key ed25519.PrivateKey
 		err error
@@ -106,25 +99,38 @@ func Open(ctx context.Context, dir string, opts Options) (*Gate, error) {
 		g.requireLog, g.configErr = cfg.RequireLog || err != nil, err
 		keyc <- loadedKey{key: key}
 	}()
-	// On an error, the policy's loading (which may write the store's
-	// validation stamp) ends before Open returns: nothing outlives a
-	// gate that was never handed out.
 	select {
 	case k := <-keyc:
 		if k.err != nil {
-			<-g.loaded
 			return nil, fmt.Errorf("issuer key: %w", k.err)
 		}
 		g.key = k.key
 	case <-ctx.Done():
-		<-g.loaded
 		return nil, context.Cause(ctx)
 	}
 	return g, nil
 }
 
-// policy waits for the policy to be loaded, or for ctx to end.
+// Preload starts loading the policy on its own goroutine, if it has not
+// started yet, so that a later Decide finds it loaded. It does not wait.
+func (g *Gate) Preload() {
+	g.loadOnce.Do(func() {
+		go func() {
+			defer close(g.loaded)
+			defer func() {
+				if r := recover(); r != nil {
+					g.engine, g.policyErr = nil, fmt.Errorf("panic loading policy: %.200v", r)
+				}
+			}()
+			g.engine, g.policyErr = LoadPolicy(g.store)
+		}()
+	})
+}
+
+// policy loads the policy (see Preload) and waits for it, or for ctx to
+// end.
 func (g *Gate) policy(ctx context.Context) (*policy.Engine, error) {
+	g.Preload()
 	select {
 	case <-g.loaded:
 		return g.engine, g.policyErr

@@ -105,8 +105,10 @@ type Options struct {
 
 // openGate starts opening the gate of store s (gate.Open) on its own
 // goroutine, so that it overlaps reading the event, and returns the
-// function that waits for it. A panic while opening is an error.
-func openGate(ctx context.Context, s *store.Store, home string) func(context.Context) (*gate.Gate, error) {
+// function that waits for it. When the hook may decide (decides), the
+// policy's loading starts then too (gate.Preload); a post or session hook
+// only records and never parses it. A panic while opening is an error.
+func openGate(ctx context.Context, s *store.Store, home string, decides bool) func(context.Context) (*gate.Gate, error) {
 	type opened struct {
 		g   *gate.Gate
 		err error
@@ -119,6 +121,9 @@ func openGate(ctx context.Context, s *store.Store, home string) func(context.Con
 			}
 		}()
 		g, err := gate.Open(ctx, s.Project, gate.Options{Home: home})
+		if err == nil && decides {
+			g.Preload()
+		}
 		c <- opened{g, err}
 	}()
 	return func(ctx context.Context) (*gate.Gate, error) {
@@ -153,8 +158,10 @@ func Run(ctx context.Context, opts Options, stdin io.Reader, stdout, stderr io.W
 	defer cancel()
 	if opts.Err == nil && opts.Store != nil {
 		// Opening the gate (loading the key, the configuration and,
-		// slowest, the policy) overlaps reading the event.
-		opts.gate = openGate(ctx, opts.Store, opts.Home)
+		// slowest, the policy a pre hook needs) overlaps reading the
+		// event. A command line that names no known kind may turn out to
+		// be a pre hook (dispatch infers it from the event).
+		opts.gate = openGate(ctx, opts.Store, opts.Home, opts.Kind == Pre || opts.ArgsErr != nil)
 	}
 	var in input
 	in.data, in.err = readInput(ctx, stdin)
