@@ -197,6 +197,9 @@ func (g *Gate) record(c Call, d Decision) (Decision, error) {
 	var opts store.AppendOptions
 	if g.journal && c.ToolInput != nil {
 		opts.Journal = &store.JournalEntry{ToolName: c.ToolName, ToolInput: c.ToolInput}
+		if len(c.Requests) > 0 {
+			opts.Journal.Cwd = c.Requests[0].Cwd
+		}
 	}
 	var enforced *bool
 	if d.Unenforced {

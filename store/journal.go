@@ -48,6 +48,8 @@ type JournalEntry struct {
 	SessionID   string `json:"session_id"`
 	Sequence    int64  `json:"sequence"`
 	ToolName    string `json:"tool_name,omitempty"`
+	// Cwd is the agent's working directory for the call, when known.
+	Cwd string `json:"cwd,omitempty"`
 	// ToolInput is JCS(tool_input), the exact bytes whose SHA-256 is the
 	// receipt's tool_input_hash; absent when Omitted is set.
 	ToolInput json.RawMessage `json:"tool_input,omitempty"`
