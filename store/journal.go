@@ -97,9 +97,12 @@ func (s *Store) writeJournal(e JournalEntry) error {
 				e.Omitted = OmittedTooLarge
 			}
 		}
-		var line []byte
-		if line, err = json.Marshal(e); err == nil {
-			line = append(line, '\n')
+		// The input as it is: no HTML escaping of "<", ">" and "&".
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err = enc.Encode(e); err == nil {
+			line := buf.Bytes()
 			var n int
 			if n, err = syscall.Write(fd, line); err == nil && n != len(line) {
 				err = io.ErrShortWrite
@@ -205,6 +208,9 @@ func parseJournalEntry(line []byte) (JournalEntry, error) {
 		return e, err
 	}
 	if hasInput {
+		if _, ok := input.(map[string]any); !ok {
+			return e, errors.New("tool_input is not an object")
+		}
 		canon, err := strictjson.Canonicalize(input)
 		if err != nil {
 			return e, fmt.Errorf("tool_input: %w", err)
