@@ -45,8 +45,16 @@ func (g *groups) get(key string, mk func() *group) *group {
 	return gr
 }
 
-// add puts request r in its group, or says why no permit is drafted for it.
-func (g *groups) add(r request) string {
+// refuse says why no permit is drafted for request r, or "".
+func refuse(r request) string {
+	if e := r.ResourceEntity; e != nil && e.UID.Type == "Program" && (dangerousPrograms[e.UID.ID] || strings.HasPrefix(e.UID.ID, "mkfs")) {
+		return fmt.Sprintf("%q runs what its arguments say, or with more privilege: a permit for the program would permit everything it can be told to do (write a rule on context by hand)", e.UID.ID)
+	}
+	return ""
+}
+
+// add puts request r in its group.
+func (g *groups) add(r request) {
 	typ, id := "", ""
 	var attrs map[string]any
 	if e := r.ResourceEntity; e != nil {
@@ -56,14 +64,11 @@ func (g *groups) add(r request) string {
 	}
 	switch typ {
 	case "Program":
-		if dangerousPrograms[id] || strings.HasPrefix(id, "mkfs") {
-			return fmt.Sprintf("%q runs what its arguments say, or with more privilege: a permit for the program would permit everything it can be told to do (write a rule on context by hand)", id)
-		}
 		gr := g.get(r.Action+"\x00program\x00"+id, func() *group {
 			return &group{action: r.Action, scope: "resource == " + r.Resource, what: "the program " + id}
 		})
 		gr.add(r.Resource, "")
-		return ""
+		return
 	case "URL":
 		host, _ := attrs["host"].(string)
 		scheme, _ := attrs["scheme"].(string)
@@ -74,7 +79,7 @@ func (g *groups) add(r request) string {
 			return &group{action: r.Action, scope: "resource in " + uid("Domain", host), what: "URLs of " + host}
 		})
 		gr.add(r.Resource, scheme)
-		return ""
+		return
 	case "File":
 		inProject, _ := attrs["in_project"].(bool)
 		dir := filepath.Dir(id)
@@ -86,14 +91,13 @@ func (g *groups) add(r request) string {
 			if len(gr.resources) >= minDirFiles {
 				gr.scope = "resource in " + uid("Directory", dir)
 			}
-			return ""
+			return
 		}
 	}
 	gr := g.get(r.Action+"\x00exact", func() *group {
 		return &group{action: r.Action, what: "these resources"}
 	})
 	gr.add(r.Resource, "")
-	return ""
 }
 
 func (gr *group) add(resource, scheme string) {

@@ -11,6 +11,10 @@
 // of the project, one program, one tool), never a wildcard over the
 // resources of an action that runs, writes or reaches the network.
 //
+// A call is drafted whole or not at all: when any of its requests is one
+// of those below, none of its requests is drafted for, since a permit for
+// a part would let nothing through and the call is not an everyday one.
+//
 // What it refuses to suggest, it says, as comments in the draft:
 //
 //   - a request a forbid matched (deny or ask): a permit cannot override a
@@ -204,21 +208,34 @@ func Draft(ctx context.Context, obs []Observation, opts Options) (Result, error)
 			if err != nil {
 				return Result{}, err
 			}
+			// A call is drafted for whole or not at all: a permit for one
+			// part of a call another part of which is forbidden would let
+			// nothing through, and would not be for an everyday call.
+			var todo []request
+			var why []string
 			for _, r := range now {
 				switch {
 				case r.Decision == policy.Allow:
 				case len(r.Errors) > 0:
-					refused.add("%s on %s: the policy could not evaluate it (%s)", r.Action, r.Resource, strings.Join(r.Errors, "; "))
+					why = append(why, fmt.Sprintf("%s on %s: the policy could not evaluate it (%s)", r.Action, r.Resource, strings.Join(r.Errors, "; ")))
 				case len(r.PolicyIDs) > 0:
-					refused.add("%s on %s: forbidden by %s; a permit cannot override a forbid (change that rule by hand, if at all)", r.Action, r.Resource, strings.Join(r.PolicyIDs, ", "))
+					why = append(why, fmt.Sprintf("%s on %s: forbidden by %s; a permit cannot override a forbid (change that rule by hand, if at all)", r.Action, r.Resource, strings.Join(r.PolicyIDs, ", ")))
 				default:
 					if ids := forbiddenBy(base, r); len(ids) > 0 {
-						refused.add("%s on %s: the default policy forbids it (%s)", r.Action, r.Resource, strings.Join(ids, ", "))
-						continue
+						why = append(why, fmt.Sprintf("%s on %s: the default policy forbids it (%s)", r.Action, r.Resource, strings.Join(ids, ", ")))
+					} else if w := refuse(r); w != "" {
+						why = append(why, fmt.Sprintf("%s on %s: %s", r.Action, r.Resource, w))
+					} else {
+						todo = append(todo, r)
 					}
-					if why := g.add(r); why != "" {
-						refused.add("%s on %s: %s", r.Action, r.Resource, why)
-					}
+				}
+			}
+			for _, w := range why {
+				refused.add("%s", w)
+			}
+			if len(why) == 0 {
+				for _, r := range todo {
+					g.add(r)
 				}
 			}
 		}
