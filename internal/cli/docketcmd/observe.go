@@ -2,6 +2,7 @@ package docketcmd
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/policy/suggest"
+	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
 
@@ -94,4 +96,24 @@ func runPolicySuggest(ctx context.Context, args []string, stdout, stderr io.Writ
 	fmt.Fprintf(stderr, "docket: drafted %d permits from %d observed decisions (%d would be allowed); %d kinds not suggested, see the comments\n",
 		res.Permits, res.Observed, res.Allowed, len(res.Refused))
 	return 0
+}
+
+// errObserved is doctor's finding for a pre hook that answered its
+// synthetic denied call as allowed because the project is in observe mode,
+// having signed the deny as not enforced.
+var errObserved = errors.New(`exit 0: observe mode answered the deny of rm -rf / as allowed, and signed it "enforced": false; the gate decides but does not block`)
+
+// observedDeny reports whether the doctor session's last receipt is a deny
+// observe mode did not enforce.
+func observedDeny(project string) bool {
+	recs, err := store.Open(project).Receipts(doctorSession)
+	if err != nil || len(recs) == 0 {
+		return false
+	}
+	r, err := receipts.Open(recs[len(recs)-1], nil)
+	if err != nil {
+		return false
+	}
+	p := r.Payload
+	return p.HookEvent == receipts.PreToolUse && p.Decision == receipts.Deny && p.Enforced != nil && !*p.Enforced
 }
