@@ -24,7 +24,9 @@
 //     which, unconfigured, cannot take it, so the allow is replaced by a
 //     signed deny with reason log_unavailable; a deny never waits.
 //
-// Nothing fails open: no failure of the gate lets a call run.
+// Nothing fails open: no failure of the gate lets a call run. Observe mode
+// (observe.go) answers the policy's own denials and asks as allows, signed
+// as not enforced; it never answers a failure of the gate so.
 package gate
 
 import (

@@ -157,3 +157,20 @@ func FuzzParseJournalEntry(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkWriteJournal is a micro-benchmark of what the local journal
+// adds to an append when it is on: open, fstat, one O_APPEND write of an
+// entry with a small input, close; no fsync.
+//
+//	go test -run '^$' -bench 'Append$|WriteJournal' -count 6 ./store
+func BenchmarkWriteJournal(b *testing.B) {
+	s := Open(b.TempDir())
+	e := JournalEntry{ReceiptHash: "sha256:" + strings.Repeat("ab", 32), SessionID: "0b4e7c2a-5f3e-4c1d-9a8b-1234567890ab",
+		ToolName: "Bash", Cwd: "/work/project", ToolInput: []byte(`{"command":"go test ./...","description":"run the tests"}`)}
+	for b.Loop() {
+		e.Sequence++
+		if err := s.writeJournal(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
