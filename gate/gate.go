@@ -250,13 +250,18 @@ func (d Decision) Pending(toolName string) *store.Pending {
 // neither signs nor records anything: for what a caller shows before any
 // call is made (the MCP relay's -hide-denied drops from tools/list the
 // tools a call to which the policy always denies). A policy that did not
-// load, or ctx ending first, is a deny.
+// load, or ctx ending first, is a deny. In observe mode a deny or ask that
+// Decide would answer as an allow is previewed as that allow.
 func (g *Gate) Preview(ctx context.Context, requests []policy.Call) policy.Decision {
 	eng, err := g.policy(ctx)
 	if err != nil || eng == nil {
 		return policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError, Message: fmt.Sprintf("policy: %v", err)}
 	}
-	return Evaluate(ctx, eng, requests, g.store.Project, g.home)
+	d := Evaluate(ctx, eng, requests, g.store.Project, g.home)
+	if g.unenforced(Call{}, d) {
+		d.Decision = policy.Allow
+	}
+	return d
 }
 
 // Evaluate asks the policy about every request of a call, with the given

@@ -178,3 +178,19 @@ func TestJournal(t *testing.T) {
 		}
 	}
 }
+
+// Preview answers as Decide's caller would: in observe mode a tool the
+// policy always denies is not hidden, since its calls would run.
+func TestObservePreview(t *testing.T) {
+	for _, observe := range []bool{false, true} {
+		g := newGate(t, func(s *store.Store) {
+			if err := s.WriteConfig(store.Config{Observe: observe}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		d := g.Preview(t.Context(), bash(g, "t1", "rm -rf /").Requests)
+		if want := map[bool]string{false: policy.Deny, true: policy.Allow}[observe]; d.Decision != want {
+			t.Errorf("Preview(rm -rf /), observe %v = %s, want %s", observe, d.Decision, want)
+		}
+	}
+}

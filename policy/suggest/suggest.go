@@ -184,6 +184,7 @@ func Draft(ctx context.Context, obs []Observation, opts Options) (Result, error)
 	if opts.FileName == "" {
 		opts.FileName = "suggested.cedar"
 	}
+	asks := opts.Policy.Check().Ask
 	g := newGroups(opts.Project)
 	var refused refusals
 	for _, o := range obs {
@@ -218,6 +219,8 @@ func Draft(ctx context.Context, obs []Observation, opts Options) (Result, error)
 				case r.Decision == policy.Allow:
 				case len(r.Errors) > 0:
 					why = append(why, fmt.Sprintf("%s on %s: the policy could not evaluate it (%s)", r.Action, r.Resource, strings.Join(r.Errors, "; ")))
+				case len(r.PolicyIDs) > 0 && allAsk(asks, r.PolicyIDs):
+					why = append(why, fmt.Sprintf("%s on %s: asked by %s, a forbid with @on_deny(\"ask\"); a permit cannot override it: if this is everyday work, a person may add it to that rule's exceptions", r.Action, r.Resource, strings.Join(r.PolicyIDs, ", ")))
 				case len(r.PolicyIDs) > 0:
 					why = append(why, fmt.Sprintf("%s on %s: forbidden by %s; a permit cannot override a forbid (change that rule by hand, if at all)", r.Action, r.Resource, strings.Join(r.PolicyIDs, ", ")))
 				default:
@@ -298,6 +301,16 @@ func forbiddenBy(base []request, r request) []string {
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids)
+}
+
+// allAsk reports whether every one of ids is an @on_deny("ask") forbid.
+func allAsk(asks, ids []string) bool {
+	for _, id := range ids {
+		if !slices.Contains(asks, id) {
+			return false
+		}
+	}
+	return true
 }
 
 func idsOr(ids []string) string {

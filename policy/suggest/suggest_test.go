@@ -55,7 +55,7 @@ func TestDraft(t *testing.T) {
 			name:    "forbid is not overridden",
 			policy:  def,
 			obs:     []suggest.Observation{obs("Bash", `{"command":"terraform apply"}`, policy.ReasonAsk)},
-			want:    []string{`Program::"terraform": forbidden by commands-allowlist`},
+			want:    []string{`Program::"terraform": asked by commands-allowlist, a forbid with @on_deny("ask")`, "add it to that rule's exceptions"},
 			notWant: []string{"permit ("},
 		},
 		{
