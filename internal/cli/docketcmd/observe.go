@@ -95,6 +95,11 @@ func runPolicySuggest(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	fmt.Fprintf(stderr, "docket: drafted %d permits from %d observed decisions (%d would be allowed); %d kinds not suggested, see the comments\n",
 		res.Permits, res.Observed, res.Allowed, len(res.Refused))
+	if cfg, err := s.Config(); err == nil && !cfg.Journal {
+		hintf(stderr, "the journal is off, so no call's input is known: docket init -journal keeps the inputs suggest drafts from")
+	} else if err == nil && !cfg.Observe && !*all && res.Observed == 0 {
+		hintf(stderr, "observe mode is off: docket init -observe, or -all to draft from the enforced denials")
+	}
 	return 0
 }
 
