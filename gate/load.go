@@ -97,6 +97,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Gate, error) {
 		// cannot be reached, which denies.
 		cfg, err := s.LoadConfig()
 		g.requireLog, g.configErr = cfg.RequireLog || err != nil, err
+		g.observe, g.journal = cfg.Observe, cfg.Journal
 		keyc <- loadedKey{key: key}
 	}()
 	select {

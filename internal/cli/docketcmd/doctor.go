@@ -64,7 +64,7 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return 2
 	}
 	s := store.Open(project)
-	ok := true
+	ok, observing := true, false
 	check := func(name string, err error, detail string) {
 		if err != nil {
 			ok = false
@@ -135,12 +135,21 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			check(fmt.Sprintf("%s runs project hooks", agent), hook.CheckTrust(agent, project, os.Getenv), "")
 		}
 		for _, h := range pre {
-			check(fmt.Sprintf("%s %s hook %s", agent, agent.PreEvent(), h.Command), probeHook(project, agent, h), ": blocks a denied call (exit 2)")
+			name, err := fmt.Sprintf("%s %s hook %s", agent, agent.PreEvent(), h.Command), probeHook(project, agent, h)
+			if observing = observing || errors.Is(err, errObserved); errors.Is(err, errObserved) {
+				fmt.Fprintf(stdout, "warn  %s: %v\n", name, err)
+				continue
+			}
+			check(name, err, ": blocks a denied call (exit 2)")
 		}
 	}
 	ok = doctorMCP(ctx, project, stdout) && ok
 	if !ok {
 		return 2
+	}
+	if observing {
+		fmt.Fprintln(stdout, "the gate decides and signs every call but blocks none: observe mode (docket init -observe=false to enforce)")
+		return 0
 	}
 	if cgoBuild() {
 		// Every tool call starts the hook: see README "Performance".
@@ -223,6 +232,9 @@ func probeHook(project string, agent hook.Agent, h hook.InstalledHook) error {
 		return fmt.Errorf("exit %d (%s): %s lets the call run", ee.ExitCode(), firstLine(reason), agent)
 	case err != nil:
 		return fmt.Errorf("%v: %s lets the call run", err, agent)
+	}
+	if observedDeny(project) {
+		return errObserved
 	}
 	return errors.New("exit 0: the call was allowed; the policy does not deny rm -rf /")
 }

@@ -25,7 +25,7 @@ Commands:
     init        set up Docket hooks, key and policy in a project
     hook        run as an agent hook (pre, post, post-failure, session-start, session-end)
     doctor      check that the installed hook really blocks
-    policy      check a policy or evaluate a hook event against it
+    policy      check a policy, evaluate a hook event, suggest permits from observe mode
     sync        submit pending receipts to the log and store their proofs
     audit       read the log back: what was dropped, withheld, forked or equivocated
     monitor     follow the log and alert on forks, split views and bad entries
