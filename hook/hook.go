@@ -9,9 +9,13 @@
 // SessionStart, SessionEnd; exit 2 blocks) and Codex (PreToolUse,
 // PostToolUse, SessionStart, SessionEnd; exit 2 blocks), mapping the other
 // agents' tool names and inputs to Claude Code's before the policy sees
-// them. It also installs their project hooks ([Settings.Install]) and reads
-// their trust files ([CheckTrust]): Gemini CLI and Codex silently run no
-// project hook until the user trusts the folder, project and hooks.
+// them. It also owns the agents' side of a project (probe.go): which agents
+// a project uses ([DetectAgents], [ConfiguredAgents]), installing their
+// project hooks ([InstallProject], [Settings.Install]), reading their trust
+// files ([CheckTrust]: Gemini CLI and Codex silently run no project hook
+// until the user trusts the folder, project and hooks), and proving that an
+// installed pre hook blocks ([Probe]), for `docket init` and `docket
+// doctor`.
 //
 // These agents fail open: a hook that crashes, times out or exits 1 lets the
 // tool run. So the pre hook fails closed: every failure — empty, oversized or
@@ -31,6 +35,9 @@
 //
 // The hooks never wait on the network: receipts are appended to the local
 // store, and when a log is configured a detached `docket sync` submits them.
+// A hook reaches the store only through its operations; the store never
+// calls back into the hook ([DrainSpool] receipts the spooled events for
+// `docket sync`).
 package hook
 
 import (
