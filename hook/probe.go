@@ -101,6 +101,58 @@ func InstallProject(project string, agent Agent, command string) (path string, a
 	return path, added, settings.Write()
 }
 
+// A Check is one result of checking an agent's setup in a project.
+type Check struct {
+	// Name says what was checked ("claude PreToolUse hook sh -c …").
+	Name string
+	// Err is why the check failed, nil when it passed; an
+	// *UntrustedError carries the one-line fix.
+	Err error
+	// Warning: Err is a warning (a hook that records, not one that
+	// blocks, is missing), not a failure.
+	Warning bool
+	// Detail, when the check passed, says what it found.
+	Detail string
+}
+
+// CheckAgent checks an agent's setup in project as `docket doctor` does:
+// its hook file parses; every event docket installs has its docket hook
+// (a missing post or session hook is a warning); a docket pre hook covers
+// the agent's shell tool; the agent will run project hooks at all
+// (CheckTrust); and every installed pre hook blocks (Probe).
+func CheckAgent(ctx context.Context, project string, agent Agent) []Check {
+	name, events, err := agent.Installs()
+	if err != nil {
+		return []Check{{Name: string(agent) + " settings", Err: err}}
+	}
+	path := filepath.Join(project, name)
+	settings, err := ReadSettings(path)
+	if err != nil {
+		return []Check{{Name: string(agent) + " settings", Err: err}}
+	}
+	var checks []Check
+	for _, h := range events[1:] {
+		if len(settings.Installed(h.Event, "", h.Kind)) == 0 {
+			checks = append(checks, Check{Name: fmt.Sprintf("%s %s", agent, h.Event), Warning: true,
+				Err: fmt.Errorf("no docket hook %s installed in %s; executions or sessions go unrecorded", h.Kind, name)})
+		}
+	}
+	pre := settings.Installed(agent.PreEvent(), agent.ShellTool(), Pre)
+	if len(pre) == 0 {
+		return append(checks, Check{Name: fmt.Sprintf("%s %s hook", agent, agent.PreEvent()), Err: &UntrustedError{Agent: agent,
+			Reason: fmt.Sprintf("no docket hook pre for %s in %s: the gate is not installed", agent.ShellTool(), name),
+			Fix:    "docket init -agent " + string(agent)}})
+	}
+	if agent != Claude {
+		checks = append(checks, Check{Name: fmt.Sprintf("%s runs project hooks", agent), Err: CheckTrust(agent, project, os.Getenv)})
+	}
+	for _, h := range pre {
+		checks = append(checks, Check{Name: fmt.Sprintf("%s %s hook %s", agent, agent.PreEvent(), h.Command),
+			Err: Probe(ctx, project, agent, h), Detail: ": blocks a denied call (exit 2)"})
+	}
+	return checks
+}
+
 // ProbeSession is the session the probes' synthetic denials are recorded
 // in.
 const ProbeSession = "docket-doctor"

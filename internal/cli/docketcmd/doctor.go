@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -95,30 +93,12 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 
 	agents := hook.ConfiguredAgents(project)
 	for _, agent := range agents {
-		name, events, _ := agent.Installs()
-		path := filepath.Join(project, name)
-		settings, err := hook.ReadSettings(path)
-		if err != nil {
-			check(string(agent)+" settings", err, "")
-			continue
-		}
-		for _, h := range events[1:] {
-			if len(settings.Installed(h.Event, "", h.Kind)) == 0 {
-				fmt.Fprintf(stdout, "warn  %s %s: no docket hook %s installed in %s; executions or sessions go unrecorded\n", agent, h.Event, h.Kind, rel(project, path))
+		for _, c := range hook.CheckAgent(ctx, project, agent) {
+			if c.Warning {
+				fmt.Fprintf(stdout, "warn  %s: %v\n", c.Name, c.Err)
+				continue
 			}
-		}
-		pre := settings.Installed(agent.PreEvent(), agent.ShellTool(), hook.Pre)
-		if len(pre) == 0 {
-			check(fmt.Sprintf("%s %s hook", agent, agent.PreEvent()), &hook.UntrustedError{Agent: agent,
-				Reason: fmt.Sprintf("no docket hook pre for %s in %s: the gate is not installed", agent.ShellTool(), rel(project, path)),
-				Fix:    "docket init -agent " + string(agent)}, "")
-			continue
-		}
-		if agent != hook.Claude {
-			check(fmt.Sprintf("%s runs project hooks", agent), hook.CheckTrust(agent, project, os.Getenv), "")
-		}
-		for _, h := range pre {
-			check(fmt.Sprintf("%s %s hook %s", agent, agent.PreEvent(), h.Command), hook.Probe(ctx, project, agent, h), ": blocks a denied call (exit 2)")
+			check(c.Name, c.Err, c.Detail)
 		}
 	}
 	servers, err := mcp.ProbeServers(ctx, project)

@@ -44,7 +44,8 @@ Options:
     -witness-policy FILE with -log-key: every proof's checkpoint must satisfy this
                          C2SP tlog-policy witness quorum
     -proofs DIR          with -log-key: where the proofs are, as DIR/<sequence>.tlog-proof
-                         (default: for .docket/sessions/NAME.jsonl, .docket/proofs/NAME)
+                         (default: a chain of a .docket store or an export bundle,
+                         sessions/NAME.jsonl, has its proofs in that store or bundle)
 
 With -log-key a receipt is valid only if its proof shows it in the log under
 a checkpoint the log signed (and the witness quorum cosigned): a proof that
