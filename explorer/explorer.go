@@ -489,18 +489,22 @@ func (l *lazyHeader) Write(b []byte) (int, error) {
 //go:embed page.html
 var pageHTML string
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"short": func(s string) string {
-		if len(s) > 19 {
-			return s[:19] + "…"
-		}
-		return s
-	},
-}).Parse(pageHTML))
+// pages are the page templates, parsed on first use: not in every docket
+// process (every hook) that links the explorer and never serves a page.
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"short": func(s string) string {
+			if len(s) > 19 {
+				return s[:19] + "…"
+			}
+			return s
+		},
+	}).Parse(pageHTML))
+})
 
 func render(w http.ResponseWriter, code int, name string, data map[string]any) {
 	var b bytes.Buffer
-	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+	if err := pages().ExecuteTemplate(&b, name, data); err != nil {
 		httpError(w, http.StatusInternalServerError, "rendering the page failed")
 		return
 	}
@@ -512,5 +516,5 @@ func render(w http.ResponseWriter, code int, name string, data map[string]any) {
 func httpError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	pages.ExecuteTemplate(w, "error", map[string]any{"Code": code, "Status": http.StatusText(code), "Message": msg})
+	pages().ExecuteTemplate(w, "error", map[string]any{"Code": code, "Status": http.StatusText(code), "Message": msg})
 }

@@ -41,7 +41,7 @@ func TestObserve(t *testing.T) {
 		{"refusal", refusal, policy.Deny, policy.Deny, false},
 		{"unknown tool", gate.Call{SessionID: "s", Agent: "claude-code", ToolName: "Frobnicate", ToolUseID: "t5",
 			ToolInputHash: "sha256:x", Requests: []policy.Call{{Agent: "claude", ToolName: "Frobnicate", ToolInput: json.RawMessage(`{}`),
-				Cwd: g.Store().Project}}}, policy.Deny, policy.Allow, true},
+				Cwd: g.Store().Project()}}}, policy.Deny, policy.Allow, true},
 		{"no requests", gate.Call{SessionID: "s", Agent: "claude-code", ToolName: "Bash", ToolUseID: "t6", ToolInputHash: "sha256:y"},
 			policy.Deny, policy.Deny, false},
 	} {
@@ -173,7 +173,7 @@ func TestJournal(t *testing.T) {
 			continue
 		}
 		if len(got) != 1 || got[0].ReceiptHash != receipts.ChainHash(d.Receipt) || string(got[0].ToolInput) != string(call.ToolInput) ||
-			got[0].Sequence != 1 || got[0].ToolName != "Bash" || got[0].Cwd != g.Store().Project {
+			got[0].Sequence != 1 || got[0].ToolName != "Bash" || got[0].Cwd != g.Store().Project() {
 			t.Errorf("journal = %+v, want the call's input under its receipt's hash", got)
 		}
 	}

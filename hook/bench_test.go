@@ -2,6 +2,7 @@ package hook_test
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,6 +109,44 @@ func BenchmarkHookPreVsBare(b *testing.B) {
 	b.ReportMetric(ms(preStatic)/ms(bare), "pre-static/bare")
 	b.ReportMetric(ms(bareDurable), "bare-durable-ms")
 	b.ReportMetric(ms(help), "docket-help-ms")
+}
+
+var hookOld = flag.String("hook.old", "", "BenchmarkHookPreVsOld: an earlier static docket binary to alternate with this tree's")
+
+// BenchmarkHookPreVsOld times the static docket of this tree against an
+// earlier static docket binary (-hook.old), whole processes, alternated
+// pair by pair (the order swapped every other pair) on one project, so
+// that both see the same machine load: `docket hook pre` for an allowed
+// `ls src` under the 20-policy file. It reports both medians and the
+// median of the pairwise ratios:
+//
+//	go test -run '^$' -bench HookPreVsOld -benchtime 300x ./hook -args -hook.old=/path/to/earlier/docket
+func BenchmarkHookPreVsOld(b *testing.B) {
+	if *hookOld == "" {
+		b.Skip("give -hook.old=BINARY, an earlier docket built with CGO_ENABLED=0")
+	}
+	p := newProject(b, filepath.Join("..", "testdata", "hook", "bench20.cedar"))
+	ev := p.fixture(b, "claude/pre-bash.json", map[string]any{"session_id": "bench", "tool_input.command": "ls src"})
+	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "DOCKET_AUTOSYNC=0")
+	cur := build(b, docketPkg, "CGO_ENABLED=0")
+	var news, olds []time.Duration
+	var ratios []float64
+	for i := 0; b.Loop(); i++ {
+		var n, o time.Duration
+		if i%2 == 0 {
+			n = runProcess(b, p.dir, ev, env, cur, "hook", "pre")
+			o = runProcess(b, p.dir, ev, env, *hookOld, "hook", "pre")
+		} else {
+			o = runProcess(b, p.dir, ev, env, *hookOld, "hook", "pre")
+			n = runProcess(b, p.dir, ev, env, cur, "hook", "pre")
+		}
+		news, olds = append(news, n), append(olds, o)
+		ratios = append(ratios, float64(n)/float64(o))
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(float64(median(news))/1e6, "new-ms")
+	b.ReportMetric(float64(median(olds))/1e6, "old-ms")
+	b.ReportMetric(ratios[len(ratios)/2], "new/old")
 }
 
 func median(ds []time.Duration) time.Duration {

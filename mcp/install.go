@@ -9,13 +9,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sync"
 
 	"github.com/docketlog/docket/internal/durable"
 )
 
 // trustedList finds the list of trusted MCP servers in the default policy's
 // mcp-ask-other-servers rule.
-var trustedList = regexp.MustCompile(`(?s)(@id\("mcp-ask-other-servers"\).*?unless \{ action in \[)([^\]]*)(\])`)
+var trustedList = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)(@id\("mcp-ask-other-servers"\).*?unless \{ action in \[)([^\]]*)(\])`)
+})
 
 // TrustServer adds Action::"mcp__<server>" to the trusted servers of a
 // policy written by docket init (the mcp-ask-other-servers rule), so that
@@ -26,7 +29,7 @@ func TrustServer(src []byte, server string) ([]byte, bool, error) {
 	if !safeName(server) {
 		return nil, false, fmt.Errorf("server name %q: use letters, digits, '-' and '_' only", server)
 	}
-	m := trustedList.FindSubmatchIndex(src)
+	m := trustedList().FindSubmatchIndex(src)
 	if m == nil {
 		return src, false, errors.New(`the policy has no mcp-ask-other-servers rule with an "unless { action in [...] }" list`)
 	}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/docketlog/docket/internal/strictjson"
@@ -688,25 +689,26 @@ structuredContent subscribe supported supportedVersions systemPrompt task taskId
 temperature text theme title toolChoice toolUseId tools toolsListChanged total ttl ttlMs type uri
 uriTemplate url value values version websiteUrl`)
 
-var (
-	protocolExact = map[string]bool{}
-	protocolFold  = map[string]string{} // foldKey → a protocol name
-)
-
-func init() {
+// protocolSets returns the protocol names, and each foldKey's protocol
+// name, built on first use: not in every docket process (every hook) that
+// links the relay and never runs it.
+var protocolSets = sync.OnceValues(func() (exact map[string]bool, fold map[string]string) {
+	exact, fold = map[string]bool{}, map[string]string{}
 	for _, n := range protocolNames {
-		protocolExact[n] = true
-		protocolFold[foldKey(n)] = n
+		exact[n] = true
+		fold[foldKey(n)] = n
 	}
-}
+	return exact, fold
+})
 
 // protocolName reports whether name folds like a protocol member name
 // without being one, and which.
 func protocolName(name string) (string, bool) {
-	if protocolExact[name] {
+	exact, fold := protocolSets()
+	if exact[name] {
 		return "", false
 	}
-	p, ok := protocolFold[foldKey(name)]
+	p, ok := fold[foldKey(name)]
 	return p, ok
 }
 

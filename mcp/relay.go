@@ -33,6 +33,12 @@
 // tools' input schemas, so it works with every protocol version, including
 // 2026-07-28, which has no initialize handshake (the server's identity
 // then comes from io.modelcontextprotocol/serverInfo in result _meta).
+//
+// The MCP clients' configuration is this package's too (install.go,
+// project.go): [Install] puts a server behind docket mcp and trusts it in
+// the project's policy (`docket init -mcp`), and [ProbeServers] proves that
+// each gated server of a project refuses a call before the server sees it
+// (`docket doctor`).
 package mcp
 
 import (

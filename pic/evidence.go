@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docketlog/docket/internal/safefile"
@@ -101,7 +102,9 @@ func readEvidence(ctx context.Context, root, ref string, max int64) ([]byte, err
 var attestationVersions = map[string]bool{"PIC-ATT/1.0": true}
 
 // rfc3339Aware is an RFC 3339 timestamp with a zone designator, unpadded.
-var rfc3339Aware = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`)
+var rfc3339Aware = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`)
+})
 
 // verifySignature verifies signature evidence. A payload that is a JSON
 // object with "attestation_version" is a canonical attestation: the
@@ -217,7 +220,7 @@ func bindAttestation(att map[string]any, p *proposal, now time.Time) error {
 	}
 	if v, ok := att["expires_at"]; ok {
 		s, _ := v.(string)
-		if !rfc3339Aware.MatchString(s) {
+		if !rfc3339Aware().MatchString(s) {
 			return fmt.Errorf("attestation expires_at %q is not an RFC 3339 time with a zone", v)
 		}
 		t, err := time.Parse(time.RFC3339Nano, s)

@@ -64,7 +64,7 @@ type JournalEntry struct {
 }
 
 func (s *Store) journalPath(session string) string {
-	return filepath.Join(s.Dir, JournalDir, SessionName(session)+".jsonl")
+	return filepath.Join(s.dir, JournalDir, SessionName(session)+".jsonl")
 }
 
 // writeJournal writes entry e of the receipt just built, as one line of its

@@ -17,6 +17,12 @@
 // of Python's json.dumps(sort_keys=True), as TRACE signers did before
 // trace-spec switched to RFC 8785, is reported as such (LegacyForms).
 //
+// [Export] writes the record of a session of a project's store, with the
+// transcript, the chain and the last receipt's proof beside it, and
+// appraises it with docket audit against the store's log; [Fetcher.Evidence]
+// finds a record's evidence for verification (the files named, its URIs,
+// or the files next to it), every read bounded by what the record claims.
+//
 // What a record proves and what it only declares is described in
 // docs/trace.md.
 package trace

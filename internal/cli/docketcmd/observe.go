@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/policy/suggest"
 	"github.com/docketlog/docket/receipts"
@@ -111,7 +112,7 @@ var errObserved = errors.New(`exit 0: observe mode answered the deny of rm -rf /
 // observedDeny reports whether the doctor session's last receipt is a deny
 // observe mode did not enforce.
 func observedDeny(project string) bool {
-	recs, err := store.Open(project).Receipts(doctorSession)
+	recs, err := store.Open(project).Receipts(hook.ProbeSession)
 	if err != nil || len(recs) == 0 {
 		return false
 	}

@@ -1,4 +1,4 @@
-package docketcmd
+package demo
 
 import (
 	"bufio"
@@ -97,14 +97,11 @@ func (d *demoRun) mcpStep(ctx context.Context) error {
 	return nil
 }
 
-// runDemoMCPServer is the demo's stdio MCP server (not listed in the
-// usage): tools save_note (writes DIR/NAME.md) and delete_notes (removes
-// every note in DIR).
-func runDemoMCPServer(_ context.Context, args []string, stdin io.Reader, stdout, _ io.Writer) int {
-	if len(args) != 1 {
-		return 2
-	}
-	dir := args[0]
+// NotesServer is the demo's stdio MCP server (docket demo-mcp-server DIR,
+// not listed in the usage), reading requests from stdin until it ends:
+// tools save_note (writes DIR/NAME.md) and delete_notes (removes every
+// note in DIR).
+func NotesServer(dir string, stdin io.Reader, stdout io.Writer) {
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	enc := json.NewEncoder(stdout)
@@ -157,5 +154,4 @@ func runDemoMCPServer(_ context.Context, args []string, stdin io.Reader, stdout,
 		}
 		enc.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
 	}
-	return 0
 }
