@@ -408,6 +408,13 @@ func record(opts Options, event map[string]any) error {
 	if err != nil {
 		return err
 	}
+	var transcriptHash string
+	if opts.Kind == SessionEnd || opts.Kind == Stop {
+		// Off the per-call path: the agent's record is read only here.
+		if transcriptHash, err = opts.reconcile(ctx, ev); err != nil || opts.Kind == Stop {
+			return err
+		}
+	}
 	hookEvent := opts.Kind.HookEvent()
 	if ev.Failed {
 		hookEvent = receipts.PostToolUseFailure
@@ -418,7 +425,7 @@ func record(opts Options, event map[string]any) error {
 		Agent:     opts.Agent.ReceiptName(),
 		ToolName:  ev.ToolName, ToolUseID: ev.ToolUseID,
 		ToolInputHash: ev.ToolInputHash, ToolOutputHash: ev.ToolOutputHash,
-		Start: opts.Start, Model: ev.Model,
+		Start: opts.Start, Model: ev.Model, TranscriptHash: transcriptHash,
 	})
 	if err != nil {
 		return err
