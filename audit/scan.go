@@ -71,6 +71,10 @@ type Payload struct {
 	FinalSequence       int64  `json:"final_sequence"`
 	HeadHash            string `json:"head_hash"`
 	IssuerHighWater     int64  `json:"issuer_high_water"`
+	// Reconciliation (unmediated.go).
+	TranscriptHash     string `json:"transcript_hash"`
+	TranscriptPosition string `json:"transcript_position"`
+	ToolRan            bool   `json:"tool_ran"`
 }
 
 // MaxMember is the longest payload string a Record keeps as it is.
@@ -302,6 +306,7 @@ func payloadFrom(m map[string]any) Payload {
 		Reason: few("reason"), DecisionReceiptHash: str("decision_receipt_hash"), LifecycleEvent: few("lifecycle_event"),
 		IssuerSequence: num("issuer_sequence"), FinalSequence: num("final_sequence"), HeadHash: str("head_hash"),
 		IssuerHighWater: num("issuer_high_water"),
+		TranscriptHash:  str("transcript_hash"), TranscriptPosition: str("transcript_position"), ToolRan: m["tool_ran"] == true,
 	}
 }
 

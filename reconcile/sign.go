@@ -3,6 +3,7 @@ package reconcile
 import (
 	"crypto/ed25519"
 	"fmt"
+	"strings"
 
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
@@ -35,16 +36,6 @@ func (s Session) Chain() ([]receipts.Payload, error) {
 	return out, nil
 }
 
-// Ended reports whether chain holds a session_end.
-func Ended(chain []receipts.Payload) bool {
-	for _, p := range chain {
-		if p.LifecycleEvent == receipts.LifecycleSessionEnd {
-			return true
-		}
-	}
-	return false
-}
-
 // Reconcile matches the record's calls with the session's chain (Match)
 // and signs an unmediated_call receipt into the chain for each call no
 // receipt accounts for, in the record's order. It returns those calls. It
@@ -59,6 +50,16 @@ func (s Session) Reconcile(rec *Record) ([]Call, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reconciling: %w", err)
 	}
+	for _, c := range rec.Calls {
+		if c.Server() != "" {
+			relayed, err := s.relayed()
+			if err != nil {
+				return nil, fmt.Errorf("reconciling: %w", err)
+			}
+			chain = append(chain, relayed...)
+			break
+		}
+	}
 	missing := Match(rec.Calls, chain)
 	for _, c := range missing {
 		if err := s.sign(c); err != nil {
@@ -66,6 +67,35 @@ func (s Session) Reconcile(rec *Record) ([]Call, error) {
 		}
 	}
 	return missing, nil
+}
+
+// relayed returns the decisions docket mcp signed in the store's other
+// chains (MCP tools, mcp__<server>__<tool>, decided by a relay rather than
+// an agent's hook), without their ids: an MCP call of the agent's record
+// that went through docket mcp matches one by tool name and input hash.
+func (s Session) relayed() ([]receipts.Payload, error) {
+	names, err := s.Store.Sessions()
+	if err != nil {
+		return nil, err
+	}
+	var out []receipts.Payload
+	for _, name := range names {
+		if name == store.SessionName(s.ID) {
+			continue
+		}
+		chain, err := Session{Store: s.Store, ID: name}.Chain()
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range chain {
+			if p.HookEvent == receipts.PreToolUse && strings.HasPrefix(p.ToolName, "mcp__") &&
+				p.Agent != Claude && p.Agent != Gemini && p.Agent != Codex {
+				p.ToolUseID = ""
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
 }
 
 // sign appends the unmediated_call receipt of c to the session chain.
