@@ -60,7 +60,7 @@ func UnmediatedMessage(session string, sequence int64, p Payload) string {
 		s, _, _ := strings.Cut(rest, "__")
 		server = fmt.Sprintf(" to MCP server %q, through neither a hook nor docket mcp", s)
 	}
-	return fmt.Sprintf("session %q: receipt %d: the agent's record holds a %s call%s (id %q, at %s) that the gate never decided; %s",
+	return fmt.Sprintf("session %q: receipt %d: the agent's record holds a call of %s%s (id %q, at %s) that the gate never decided; %s",
 		session, sequence, p.ToolName, server, p.ToolUseID, p.TranscriptPosition, ran)
 }
 
