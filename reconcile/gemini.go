@@ -12,8 +12,9 @@ import (
 // (sessionId, projectHash), then each message record as it changes — a
 // record with the id of an earlier one replaces it — and "$set" updates of
 // the metadata. A call is an entry of a gemini message's toolCalls (id,
-// name, args); a result, or a status of success or error, shows that it
-// ran. A call stands where the last record holding it is.
+// name, args); its status success shows that it ran (an error may be
+// Gemini CLI's own refusal, before any hook). A call stands where the last
+// record holding it is.
 func ReadGemini(ctx context.Context, path string) (*Record, error) {
 	data, err := readFile(ctx, path)
 	if err != nil {
@@ -66,13 +67,12 @@ func parseGemini(name string, data []byte, rec *Record) ([]Call, string, error) 
 			if call.Tool == "" {
 				return fmt.Errorf("tool call without a name")
 			}
-			status := str(tc, "status")
-			if res, ok := tc["result"]; ok && res != nil || status == "success" || status == "error" {
-				call.Ran = true
-				if ok {
-					call.OutputHash = hashOf(res)
-				}
+			// Only a success shows that the tool ran: Gemini CLI records
+			// its own refusals (a path it will not read) as errors too.
+			if res, ok := tc["result"]; ok && res != nil {
+				call.OutputHash = hashOf(res)
 			}
+			call.Ran = str(tc, "status") == "success"
 			list = append(list, call)
 		}
 		m := msgs[id]

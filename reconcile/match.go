@@ -8,7 +8,11 @@ import "github.com/docketlog/docket/receipts"
 // signed for it: one with the call's id, the earliest not yet taken; a call
 // without an id, or whose id no receipt has left, by one with its tool name
 // and input hash, in order. Each receipt accounts for one call: a call id
-// the record holds twice needs two receipts.
+// the record holds twice needs two receipts. An unmediated_call receipt,
+// signed from the record itself, accounts only for a call with its input
+// hash too: a record edited since shows the edited call again. (A
+// decision's input hash is the hook's view of the input, which for Codex
+// differs from the rollout's: by id, it is not compared.)
 func Match(calls []Call, chain []receipts.Payload) []Call {
 	type key struct{ tool, input string }
 	byID := make(map[string][]int)
@@ -24,14 +28,18 @@ func Match(calls []Call, chain []receipts.Payload) []Call {
 		k := key{p.ToolName, p.ToolInputHash}
 		byInput[k] = append(byInput[k], i)
 	}
-	take := func(q []int) ([]int, bool) {
-		for len(q) > 0 {
-			i := q[0]
-			q = q[1:]
-			if !taken[i] {
-				taken[i] = true
-				return q, true
+	// take takes the first receipt of q not taken yet that may account
+	// for c, and returns q without the receipts before it.
+	take := func(q []int, c Call) ([]int, bool) {
+		for j, i := range q {
+			if taken[i] || chain[i].HookEvent == receipts.UnmediatedCall && chain[i].ToolInputHash != c.InputHash {
+				continue
 			}
+			taken[i] = true
+			if j == 0 {
+				q = q[1:]
+			}
+			return q, true
 		}
 		return q, false
 	}
@@ -39,7 +47,7 @@ func Match(calls []Call, chain []receipts.Payload) []Call {
 	for _, c := range calls {
 		ok := false
 		if c.ID != "" {
-			byID[c.ID], ok = take(byID[c.ID])
+			byID[c.ID], ok = take(byID[c.ID], c)
 		}
 		if !ok {
 			k := key{c.Tool, c.InputHash}
@@ -50,7 +58,7 @@ func Match(calls []Call, chain []receipts.Payload) []Call {
 					cand = append(cand, i)
 				}
 			}
-			if _, ok = take(cand); !ok {
+			if _, ok = take(cand, c); !ok {
 				out = append(out, c)
 			}
 		}
