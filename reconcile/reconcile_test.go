@@ -197,7 +197,6 @@ func TestTruncated(t *testing.T) {
 	}
 }
 
-
 // TestHostileRecords: what the reader refuses, with an error naming why,
 // never a hang or a silent pass.
 func TestHostileRecords(t *testing.T) {
