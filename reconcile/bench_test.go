@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
@@ -71,6 +73,7 @@ func BenchmarkReconcile1000(b *testing.B) {
 	}
 	b.Run("decided", func(b *testing.B) {
 		s := decided
+		defer cpuPerOp(b)()
 		for b.Loop() {
 			rec, err := ReadClaude(b.Context(), path)
 			if err != nil {
@@ -83,6 +86,7 @@ func BenchmarkReconcile1000(b *testing.B) {
 		}
 	})
 	b.Run("ungated", func(b *testing.B) {
+		defer cpuPerOp(b)()
 		for b.Loop() {
 			b.StopTimer()
 			s := newSession(b)
@@ -97,4 +101,18 @@ func BenchmarkReconcile1000(b *testing.B) {
 			}
 		}
 	})
+}
+
+// cpuPerOp reports the process's CPU time (user and system) per operation
+// as cpu-ms/op: wall time on a loaded machine says more about the load.
+func cpuPerOp(b *testing.B) func() {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start := cpu()
+	return func() {
+		b.ReportMetric(float64((cpu()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+	}
 }
