@@ -18,7 +18,7 @@ import (
 func reportUnmediated(w io.Writer, f fileResult) int {
 	n := 0
 	for i, r := range f.results {
-		if r.Outcome != receipts.Valid {
+		if r.Outcome != receipts.Valid || i >= len(f.lines) {
 			continue
 		}
 		obj, _ := strictjson.ParseObject(f.lines[i])
