@@ -154,12 +154,27 @@ func TestReconcileClaudeSubagent(t *testing.T) {
 	if end.LifecycleEvent != receipts.LifecycleSessionEnd || !strings.HasPrefix(end.TranscriptHash, "sha256:") {
 		t.Fatalf("last receipt = %s %s transcript_hash %q, want a session_end with the transcript's hash", end.HookEvent, end.LifecycleEvent, end.TranscriptHash)
 	}
-	// The transcript as it is now may have grown after SessionEnd; docket
-	// reconcile says whether it still matches.
+	// Claude Code writes nothing to the transcript after its SessionEnd
+	// hook: the hash fixed there is the transcript's, and docket reconcile
+	// finds it unchanged.
+	if end.TranscriptHash != rec.Hash {
+		t.Errorf("session_end transcript_hash = %s, want the transcript's %s", end.TranscriptHash, rec.Hash)
+	}
 	out, code = p.docket("reconcile", "-agent", "claude")
-	t.Logf("docket reconcile: exit %d\n%s", code, out)
-	if end.TranscriptHash == rec.Hash && code != 0 {
-		t.Errorf("docket reconcile on the unchanged transcript: exit %d, want 0\n%s", code, out)
+	if code != 0 || out != "" {
+		t.Errorf("docket reconcile on the unchanged transcript: exit %d, want 0 and nothing reported\n%s", code, out)
+	}
+	// The subagent's transcript edited after the session ended: the hash
+	// fixed in session_end no longer matches.
+	sub := subFiles[0]
+	data, err := os.ReadFile(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(sub, []byte(strings.ReplaceAll(string(data), "touch sub-marker", "echo sub-marker")), 0o600)
+	out, code = p.docket("reconcile", "-agent", "claude")
+	if code != 1 || !strings.Contains(out, "record_changed "+rec.SessionID) || !strings.Contains(out, end.TranscriptHash) {
+		t.Errorf("docket reconcile on the edited transcript: exit %d, want 1 and record_changed naming the hash its session_end fixed\n%s", code, out)
 	}
 }
 
