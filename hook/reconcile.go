@@ -28,6 +28,9 @@ func (opts Options) reconcile(ctx context.Context, ev *Event) (hash, note string
 	if err != nil {
 		return "", "", err
 	}
+	if opts.Kind == Stop {
+		rec.Calls = reconcile.Finished(rec.Calls) // the others may be in flight
+	}
 	s := reconcile.Session{Store: opts.Store, Key: key, ID: ev.SessionID, Agent: opts.Agent.ReceiptName()}
 	missing, err := s.Reconcile(rec)
 	if err != nil {
@@ -35,7 +38,7 @@ func (opts Options) reconcile(ctx context.Context, ev *Event) (hash, note string
 	}
 	if len(missing) > 0 {
 		opts.Logger.Warn("unmediated calls", "session", ev.SessionID, "count", len(missing))
-		note = fmt.Sprintf("%d tool calls in the agent's transcript ran without a decision of the gate (first: %s at %s); signed as unmediated_call receipts",
+		note = fmt.Sprintf("%d tool calls in the agent's transcript have no decision of the gate (first: %s at %s); signed as unmediated_call receipts",
 			len(missing), missing[0].Tool, missing[0].Position)
 	}
 	return rec.TranscriptHash(), note, nil

@@ -40,6 +40,10 @@ func TestStopAndSessionEndReconcile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A call in flight: in the transcript, no result yet, no decision yet
+	// (a subagent running beside the one that stops). Stop leaves it to
+	// SessionEnd.
+	data = append(data, `{"type":"assistant","sessionId":"`+recordedSession+`","message":{"id":"msg_inflight","role":"assistant","content":[{"type":"tool_use","id":"toolu_inflight","name":"Bash","input":{"command":"sleep 1"}}]}}`+"\n"...)
 	transcript := filepath.Join(p.home, "transcript.jsonl")
 	writeFile(t, transcript, data, 0o600)
 	in := map[string]any{"session_id": recordedSession, "tool_use_id": "toolu_02", "tool_input.command": "touch unhooked-marker"}
@@ -50,7 +54,7 @@ func TestStopAndSessionEndReconcile(t *testing.T) {
 		ev := event(t, map[string]any{"session_id": recordedSession, "transcript_path": transcript, "cwd": p.dir, "hook_event_name": name})
 		r := p.run(t, ev, nil, "hook", "stop")
 		// The first tells the user (systemMessage); the second finds nothing new.
-		if want := i == 0; r.code != 0 || strings.Contains(r.stdout, `"systemMessage":"docket: warning: 1 tool calls in the agent's transcript ran without a decision of the gate (first: mcp__outside__echo at transcript.jsonl:22)`) != want || !want && r.stdout != "" {
+		if want := i == 0; r.code != 0 || strings.Contains(r.stdout, `"systemMessage":"docket: warning: 1 tool calls in the agent's transcript have no decision of the gate (first: mcp__outside__echo at transcript.jsonl:22)`) != want || !want && r.stdout != "" {
 			t.Fatalf("%s = exit %d, stdout %q (stderr %q), want 0 and a warning only the first time", name, r.code, r.stdout, r.stderr)
 		}
 	}
@@ -64,13 +68,16 @@ func TestStopAndSessionEndReconcile(t *testing.T) {
 		t.Fatalf("unmediated_call = %+v, want toolu_01's MCP call at transcript.jsonl:22, ran, with no decision", u)
 	}
 	ev := p.fixture(t, "claude/session-end.json", map[string]any{"session_id": recordedSession, "transcript_path": transcript})
-	if r := p.run(t, ev, nil, "hook", "session-end"); r.code != 0 || r.stderr != "" {
-		t.Fatalf("SessionEnd = exit %d (%s), want 0", r.code, r.stderr)
+	if r := p.run(t, ev, nil, "hook", "session-end"); r.code != 0 || !strings.Contains(r.stderr, "1 tool calls in the agent's transcript have no decision of the gate (first: Bash at transcript.jsonl:39)") {
+		t.Fatalf("SessionEnd = exit %d (%s), want 0 and a warning naming the call in flight", r.code, r.stderr)
 	}
 	pl = p.verify(t, recordedSession)
 	sum := sha256.Sum256(data)
-	if end := pl[len(pl)-1]; len(pl) != 3 || end.LifecycleEvent != receipts.LifecycleSessionEnd || end.TranscriptHash != "sha256:"+hex.EncodeToString(sum[:]) {
-		t.Fatalf("chain after SessionEnd = %d receipts ending %+v, want a session_end with the transcript's SHA-256", len(pl), end)
+	if end := pl[len(pl)-1]; len(pl) != 4 || end.LifecycleEvent != receipts.LifecycleSessionEnd || end.TranscriptHash != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Fatalf("chain after SessionEnd = %d receipts ending %+v, want the call in flight and a session_end with the transcript's SHA-256", len(pl), end)
+	}
+	if u := pl[2]; u.HookEvent != receipts.UnmediatedCall || u.ToolUseID != "toolu_inflight" || u.ToolRan == nil || *u.ToolRan || u.ToolOutputHash != "" {
+		t.Fatalf("receipt 3 = %+v, want the call without a result, as an unmediated_call that did not run", u)
 	}
 }
 

@@ -335,3 +335,10 @@ func TestProject(t *testing.T) {
 		t.Errorf("chain after the edited record has %d receipts, want 3 (nothing signed after session_end)", len(after))
 	}
 }
+
+func TestFinished(t *testing.T) {
+	calls := []Call{{Tool: "a", Ran: true}, {Tool: "b"}, {Tool: "c", OutputHash: "sha256:x"}}
+	if got := tools(Finished(calls)); !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("Finished = %v, want [a c] (the calls with a result)", got)
+	}
+}

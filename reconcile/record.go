@@ -83,6 +83,22 @@ func (c Call) Server() string {
 	return server
 }
 
+// Finished returns the calls whose result the record holds. Before the
+// session ends (at Stop, SubagentStop), only these are reconciled: a call
+// whose result is recorded has passed its pre hook, whose decision is
+// appended before the tool runs, while a call without one may still be
+// between the record and its hook (a subagent running beside the one that
+// stopped). At the session's end every call is reconciled.
+func Finished(calls []Call) []Call {
+	var out []Call
+	for _, c := range calls {
+		if c.Ran || c.OutputHash != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // A Record is an agent's record of one session, as read.
 type Record struct {
 	Agent string
