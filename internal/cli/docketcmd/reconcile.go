@@ -111,7 +111,7 @@ func runReconcile(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		return 2
 	}
 	if len(reports) == 0 {
-		fmt.Fprintf(stderr, "docket: no %s record of a session in %s\n", agent, project)
+		hintf(stderr, "no %s record of a session in %s", agent, project)
 	}
 	if findings > 0 {
 		return 1
