@@ -40,6 +40,10 @@ type Config struct {
 	// EvidenceDir, if set, receives one evidence file per finding that has
 	// evidence.
 	EvidenceDir string
+	// RequireReconciled makes every selected session whose session_end
+	// carries no transcript_hash of a record read whole a finding
+	// (unreconciled); see unmediated.go.
+	RequireReconciled bool
 }
 
 // Run reads the whole log, recomputes its root, and compares what it holds
@@ -79,6 +83,7 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	}
 	v.logFindings(&out)
 	unenforcedFindings(v, &out)
+	v.reconciliationFindings(cfg.RequireReconciled, &out)
 	for _, r := range v.records {
 		if isExecution(r) {
 			if _, logged := v.byHash[r.DecisionReceiptHash]; !logged && !presented[r.DecisionReceiptHash] {

@@ -127,13 +127,15 @@ func VerifyEvidence(ev *Evidence, logKey note.Verifier) (string, error) {
 			return fmt.Sprintf("session %q: execution %d does not execute an earlier decision on the same call", entries[1].SessionID, x.Sequence), nil
 		}
 		return "", fmt.Errorf("%w: the execution and decision agree", ErrNotProven)
+	case KindUnmediatedCall:
+		return verifyUnmediated(ev, entries, need)
 	case KindWithheld:
 		if err := need(1); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("issuer %s's receipt (session %q) is in the log at index %d under its signed checkpoint of size %d; whoever presented the issuer's receipts without it withheld it",
 			entries[0].KID, entries[0].SessionID, ev.Entries[0].Index, cp.Size), nil
-	case KindIssuerSequenceGap, KindBelowHighWater, KindDropped, KindOpenSession, KindUndecidedLegacy, KindInvalidReceipt, KindStaleLog:
+	case KindIssuerSequenceGap, KindBelowHighWater, KindDropped, KindOpenSession, KindUndecidedLegacy, KindInvalidReceipt, KindStaleLog, KindUnreconciled:
 		return "", fmt.Errorf("%w: a %s finding is an absence, which only a scan of the log to size %d shows; the entries here are in the log", ErrNotProven, ev.Kind, cp.Size)
 	case KindUnknownIssuer, KindDenyDecision:
 		return "", fmt.Errorf("%w: a %s finding depends on the monitor's configuration; the entries here are in the log", ErrNotProven, ev.Kind)

@@ -31,6 +31,8 @@ const (
 	KindStaleLog          = "stale_log"           // the log's checkpoint stopped growing or timestamps
 	KindDenyDecision      = "deny_decision"       // notice (opt-in): a logged deny
 	KindUnenforced        = "unenforced"          // notice: decisions observe mode did not enforce (unenforced.go)
+	KindUnmediatedCall    = "unmediated_call"     // a call in the agent's record the gate never decided
+	KindUnreconciled      = "unreconciled"        // (RequireReconciled) a session whose end records no reconciled transcript
 )
 
 // A Finding is one result of an audit or a monitor poll.

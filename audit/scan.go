@@ -74,6 +74,10 @@ type Payload struct {
 	// Unenforced is set for a decision signed with "enforced": false:
 	// observe mode answered it as an allow (see unenforced.go).
 	Unenforced bool `json:"-"`
+	// Reconciliation (unmediated.go).
+	TranscriptHash     string `json:"transcript_hash"`
+	TranscriptPosition string `json:"transcript_position"`
+	ToolRan            bool   `json:"tool_ran"`
 }
 
 // MaxMember is the longest payload string a Record keeps as it is.
@@ -305,6 +309,7 @@ func payloadFrom(m map[string]any) Payload {
 		Reason: few("reason"), DecisionReceiptHash: str("decision_receipt_hash"), LifecycleEvent: few("lifecycle_event"),
 		IssuerSequence: num("issuer_sequence"), FinalSequence: num("final_sequence"), HeadHash: str("head_hash"),
 		IssuerHighWater: num("issuer_high_water"), Unenforced: m["enforced"] == false,
+		TranscriptHash: str("transcript_hash"), TranscriptPosition: str("transcript_position"), ToolRan: m["tool_ran"] == true,
 	}
 }
 

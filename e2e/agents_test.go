@@ -169,6 +169,9 @@ type agentCase struct {
 	wantDeny, wantAllow, wantExec int
 	// executions receipted as failed (PostToolUseFailure)
 	wantFailed int
+	// unmediated_call receipts: calls of the agent's own record that no
+	// hook decided (package reconcile, at Stop and SessionEnd)
+	wantUnmediated int
 }
 
 func (p *agentProject) check(m *modelServer, c agentCase, output string) {
@@ -190,10 +193,10 @@ func (p *agentProject) check(m *modelServer, c agentCase, output string) {
 	if m.sent(p.secret) {
 		t.Errorf("the secret in .env reached the model server")
 	}
-	deny, allow, exec, failed := 0, 0, 0, 0
+	deny, allow, exec, failed, unmediated, reconciled := 0, 0, 0, 0, 0, 0
 	var all []string
 	for _, pl := range p.receipts() {
-		all = append(all, fmt.Sprintf("%s %s %s %s %s", pl.SessionID, pl.HookEvent, pl.LifecycleEvent, pl.ToolName, pl.Decision))
+		all = append(all, fmt.Sprintf("%s %s %s %s %s %s %s", pl.SessionID, pl.HookEvent, pl.LifecycleEvent, pl.ToolName, pl.Decision, pl.TranscriptPosition, pl.TranscriptHash))
 		if pl.SessionID == "docket-doctor" {
 			continue
 		}
@@ -207,11 +210,15 @@ func (p *agentProject) check(m *modelServer, c agentCase, output string) {
 		case pl.HookEvent == receipts.PostToolUseFailure:
 			exec++
 			failed++
+		case pl.HookEvent == receipts.UnmediatedCall:
+			unmediated++
+		case pl.LifecycleEvent == receipts.LifecycleSessionEnd && strings.HasPrefix(pl.TranscriptHash, "sha256:"):
+			reconciled++
 		}
 	}
-	if deny != c.wantDeny || allow != c.wantAllow || exec != c.wantExec || failed != c.wantFailed {
-		t.Errorf("receipts: %d deny, %d allow, %d executions (%d failed); want %d, %d, %d (%d)\n%s",
-			deny, allow, exec, failed, c.wantDeny, c.wantAllow, c.wantExec, c.wantFailed, strings.Join(all, "\n"))
+	if deny != c.wantDeny || allow != c.wantAllow || exec != c.wantExec || failed != c.wantFailed || unmediated != c.wantUnmediated || reconciled != 1 {
+		t.Errorf("receipts: %d deny, %d allow, %d executions (%d failed), %d unmediated, %d reconciled session ends; want %d, %d, %d (%d), %d, 1\n%s",
+			deny, allow, exec, failed, unmediated, reconciled, c.wantDeny, c.wantAllow, c.wantExec, c.wantFailed, c.wantUnmediated, strings.Join(all, "\n"))
 	}
 }
 
@@ -308,7 +315,16 @@ func TestGeminiCLI(t *testing.T) {
 
 	out, code = p.run(env, bin, args...)
 	t.Logf("gemini: exit %d\n%s", code, out)
-	p.check(m, p.scriptCase(), out)
+	c := p.scriptCase()
+	// The read Gemini CLI refused itself is in its chat recording, with no
+	// decision: the reconciliation at SessionEnd reports it.
+	c.wantUnmediated = 1
+	p.check(m, c, out)
+	for _, pl := range p.receipts() {
+		if pl.HookEvent == receipts.UnmediatedCall && (pl.ToolName != "read_file" || pl.ToolRan == nil || *pl.ToolRan) {
+			t.Errorf("unmediated_call = %s (ran %v), want the refused read_file, not run", pl.ToolName, pl.ToolRan)
+		}
+	}
 }
 
 // TestCodex drives the real Codex CLI (exec, approvals and sandbox off)

@@ -14,8 +14,8 @@ import (
 
 // action is one tool call the scripted model asks for.
 type action struct {
-	kind string // "shell", "read", or "patch" (Codex's native apply_patch)
-	arg  string // the command, the path, or the patch text
+	kind string // "shell", "read", "patch" (Codex's native apply_patch) or "mcp" (Claude Code)
+	arg  string // the command, the path, the patch text or the MCP tool's name
 }
 
 // modelServer is a scripted model on 127.0.0.1 speaking the API of one
@@ -28,6 +28,10 @@ type modelServer struct {
 	t      *testing.T
 	script []action
 	URL    string
+	// delegate makes the Anthropic model delegate: the main agent (the
+	// request offering Claude Code's delegation tool) asks for one
+	// subagent, whose requests run the script.
+	delegate bool
 
 	mu     sync.Mutex // guards bodies, calls
 	bodies [][]byte
@@ -124,6 +128,9 @@ type namedEvent struct {
 
 type obj = map[string]any
 
+// subagentPrompt is the prompt of the subagent a delegating model asks for.
+const subagentPrompt = "run the subagent calls"
+
 // anthropic answers POST /v1/messages as Claude Code's model.
 func (m *modelServer) anthropic(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, "/v1/messages") {
@@ -157,10 +164,33 @@ func (m *modelServer) anthropic(w http.ResponseWriter, r *http.Request) {
 	var block obj
 	var delta obj
 	stop := "end_turn"
-	if a, ok := m.next(n); ok && len(req.Tools) > 0 {
+	delegation := ""
+	for _, t := range req.Tools {
+		if name, _ := t["name"].(string); m.delegate && (name == "Task" || name == "Agent") {
+			delegation = name
+		}
+	}
+	if len(req.Messages) > 0 && strings.Contains(string(req.Messages[0].Content), subagentPrompt) {
+		delegation = "" // the subagent, which may delegate too: it runs the script
+	}
+	if delegation != "" {
+		// The main agent: one delegation, then done.
+		if n == 0 {
+			in, _ := json.Marshal(obj{"description": "scripted subagent", "prompt": subagentPrompt, "subagent_type": "general-purpose"})
+			block = obj{"type": "tool_use", "id": "toolu_delegate", "name": delegation, "input": obj{}}
+			delta = obj{"type": "input_json_delta", "partial_json": string(in)}
+			stop = "tool_use"
+		} else {
+			block = obj{"type": "text", "text": ""}
+			delta = obj{"type": "text_delta", "text": "done"}
+		}
+	} else if a, ok := m.next(n); ok && len(req.Tools) > 0 {
 		name, input := "Bash", obj{"command": a.arg, "description": "scripted call"}
-		if a.kind == "read" {
+		switch a.kind {
+		case "read":
 			name, input = "Read", obj{"file_path": a.arg}
+		case "mcp":
+			name, input = a.arg, obj{"message": "scripted"}
 		}
 		in, _ := json.Marshal(input)
 		block = obj{"type": "tool_use", "id": fmt.Sprintf("toolu_%02d", n+1), "name": name, "input": obj{}}

@@ -322,6 +322,9 @@ type Event struct {
 	// lifecycle receipt with this lifecycle_event that carries ToolName
 	// and ToolOutputHash, e.g. receipts.LifecycleToolsList.
 	Lifecycle string
+	// TranscriptHash, on a SessionEnd, is the transcript_hash of the
+	// agent's record the reconciliation read (package reconcile).
+	TranscriptHash string
 	// Reason, for an execution, replaces the receipt's reason (executed,
 	// execution_failed), e.g. receipts.ReasonCancelled. An unlinked
 	// execution keeps receipts.ReasonUnlinked.
@@ -377,6 +380,7 @@ func (g *Gate) Record(ctx context.Context, e Event) (Recorded, error) {
 			// its last receipt, and links the one before it.
 			p.Type, p.LifecycleEvent = receipts.TypeLifecycle, receipts.LifecycleSessionEnd
 			p.FinalSequence, p.HeadHash = l.Sequence, l.Previous
+			p.TranscriptHash = e.TranscriptHash
 		case "":
 			if e.Lifecycle == "" {
 				return nil, fmt.Errorf("recording an event with neither a hook event nor a lifecycle event")

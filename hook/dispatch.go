@@ -67,7 +67,7 @@ func ParseInvocation(args []string) Invocation {
 	}
 	switch {
 	case len(words) == 0:
-		errs = append(errs, errors.New("no hook kind (want pre, post, post-failure, session-start or session-end)"))
+		errs = append(errs, errors.New("no hook kind (want pre, post, post-failure, session-start, session-end or stop)"))
 	default:
 		k, err := ParseKind(words[0])
 		if err != nil {
@@ -100,6 +100,9 @@ var eventOrigins = map[string]struct {
 	"AfterTool":          {Post, []Agent{Gemini}},
 	"SessionStart":       {SessionStart, []Agent{Claude, Gemini, Codex}},
 	"SessionEnd":         {SessionEnd, []Agent{Claude, Gemini, Codex}},
+	"Stop":               {Stop, []Agent{Claude, Codex}},
+	"SubagentStop":       {Stop, []Agent{Claude}},
+	"AfterAgent":         {Stop, []Agent{Gemini}},
 }
 
 // A route is which hook runs for an invocation and its event: Kind for

@@ -11,7 +11,7 @@ import (
 // and a command line that cannot be read never runs the pre hook.
 func FuzzDispatch(f *testing.F) {
 	for _, s := range []string{"pre", "PreToolUse", "pre extra", "-agent gemini pre", "post -nope", "", "-h", "pre -deadline 0", "session-start"} {
-		for _, ev := range []string{"", "PreToolUse", "BeforeTool", "PostToolUse", "AfterTool", "SessionStart", "Stop"} {
+		for _, ev := range []string{"", "PreToolUse", "BeforeTool", "PostToolUse", "AfterTool", "SessionStart", "Stop", "Notification"} {
 			f.Add(s, ev)
 		}
 	}

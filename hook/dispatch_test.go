@@ -136,7 +136,7 @@ func TestHookEventContradictsCommandLine(t *testing.T) {
 		{"codex PreToolUse to pre -agent gemini", "codex/pre-bash.json", "", []string{"pre", "-agent", "gemini"}, 2, "", false},
 		{"PostToolUse to pre", "claude/post-bash.json", "", []string{"pre"}, 2, "", false},
 		{"an event docket does not handle, to pre", "claude/pre-bash.json", "PermissionRequest", []string{"pre"}, 2, "", false},
-		{"an event docket does not handle, to post", "claude/post-bash.json", "Stop", []string{"post"}, 2, "", false},
+		{"an event docket does not handle, to post", "claude/post-bash.json", "Notification", []string{"post"}, 2, "", false},
 		{"BeforeTool to pre, no -agent: Gemini CLI's", "gemini/before-tool-shell.json", "", []string{"pre"}, 0, "PreToolUse", false},
 		{"-agent before the kind", "gemini/before-tool-shell.json", "", []string{"-agent", "gemini", "pre"}, 0, "PreToolUse", false},
 		{"SessionStart to post", "claude/session-start.json", "", []string{"post"}, 0, "SessionStart", true},

@@ -61,15 +61,19 @@ const (
 	PostFailure  Kind = "post-failure"
 	SessionStart Kind = "session-start"
 	SessionEnd   Kind = "session-end"
+	// Stop runs when the agent has answered (Claude Code's Stop and
+	// SubagentStop, Codex's Stop, Gemini CLI's AfterAgent): it reconciles
+	// the transcript so far (package reconcile) and signs nothing else.
+	Stop Kind = "stop"
 )
 
 // ParseKind accepts a hook kind.
 func ParseKind(s string) (Kind, error) {
 	switch k := Kind(s); k {
-	case Pre, Post, PostFailure, SessionStart, SessionEnd:
+	case Pre, Post, PostFailure, SessionStart, SessionEnd, Stop:
 		return k, nil
 	}
-	return "", fmt.Errorf("unknown hook %q (want pre, post, post-failure, session-start or session-end)", s)
+	return "", fmt.Errorf("unknown hook %q (want pre, post, post-failure, session-start, session-end or stop)", s)
 }
 
 // HookEvent is the kind's hook_event in receipts (Claude Code's event name).
@@ -98,6 +102,7 @@ var eventNames = map[Kind][]string{
 	PostFailure:  {receipts.PostToolUseFailure, receipts.PostToolUse, "AfterTool"},
 	SessionStart: {receipts.SessionStart},
 	SessionEnd:   {receipts.SessionEnd},
+	Stop:         {"Stop", "SubagentStop", "AfterAgent"},
 }
 
 // MaxInput is the largest hook event accepted on stdin, in bytes.
@@ -110,6 +115,9 @@ type Event struct {
 	SessionID string
 	// Cwd is the agent's working directory (absolute).
 	Cwd string
+	// TranscriptPath is the agent's record of the session, as the event
+	// names it (transcript_path), for reconciliation.
+	TranscriptPath string
 	// ToolName is the tool as the agent names it (recorded in receipts).
 	ToolName  string
 	ToolUseID string
@@ -182,6 +190,7 @@ func eventOf(agent Agent, kind Kind, m map[string]any, dir string) (*Event, erro
 	}{
 		{"session_id", &ev.SessionID}, {"cwd", &ev.Cwd}, {"hook_event_name", &name},
 		{"tool_name", &ev.ToolName}, {"tool_use_id", &ev.ToolUseID},
+		{"transcript_path", &ev.TranscriptPath},
 	} {
 		v, ok := m[f.key]
 		if !ok || v == nil {
@@ -216,7 +225,7 @@ func eventOf(agent Agent, kind Kind, m map[string]any, dir string) (*Event, erro
 		ev.Cwd = filepath.Join(dir, ev.Cwd)
 	}
 	ev.Cwd = filepath.Clean(ev.Cwd)
-	if kind == SessionStart || kind == SessionEnd {
+	if kind == SessionStart || kind == SessionEnd || kind == Stop {
 		return ev, nil
 	}
 

@@ -358,7 +358,11 @@ func runRecord(opts Options, in input, warning string, stdout, stderr io.Writer)
 		warns = append(warns, fmt.Sprintf("%s event not receipted and not spooled: %v", opts.Kind, opts.Err))
 		return ExitOK
 	case err == nil:
-		err = record(opts, in.event)
+		var note string
+		note, err = record(opts, in.event)
+		if note != "" {
+			warns = append(warns, note)
+		}
 	}
 	if err != nil {
 		warns = append(warns, opts.spool(in.data, err))
@@ -406,16 +410,25 @@ func warn(stdout, stderr io.Writer, warns []string) {
 }
 
 // record signs the execution or lifecycle receipt of one event, with the
-// gate the pre hook decides with.
-func record(opts Options, event map[string]any) error {
+// gate the pre hook decides with. At Stop and SessionEnd it first
+// reconciles the agent's record; note then says what it found for the
+// user to see, if anything.
+func record(opts Options, event map[string]any) (note string, err error) {
 	ev, err := eventOf(opts.Agent, opts.Kind, event, opts.Store.Project())
 	if err != nil {
-		return err
+		return "", err
 	}
 	ctx := context.Background()
 	g, err := opts.gate(ctx)
 	if err != nil {
-		return err
+		return "", err
+	}
+	var transcriptHash string
+	if opts.Kind == SessionEnd || opts.Kind == Stop {
+		// Off the per-call path: the agent's record is read only here.
+		if transcriptHash, note, err = opts.reconcile(ctx, ev); err != nil || opts.Kind == Stop {
+			return note, err
+		}
 	}
 	hookEvent := opts.Kind.HookEvent()
 	if ev.Failed {
@@ -427,16 +440,16 @@ func record(opts Options, event map[string]any) error {
 		Agent:     opts.Agent.ReceiptName(),
 		ToolName:  ev.ToolName, ToolUseID: ev.ToolUseID,
 		ToolInputHash: ev.ToolInputHash, ToolOutputHash: ev.ToolOutputHash,
-		Start: opts.Start, Model: ev.Model,
+		Start: opts.Start, Model: ev.Model, TranscriptHash: transcriptHash,
 	})
 	if err != nil {
-		return err
+		return note, err
 	}
 	if r.Unlinked {
 		opts.Logger.Warn("execution without a decision", "session", ev.SessionID, "sequence", r.Sequence, "tool", ev.ToolName)
 	}
 	opts.Logger.Info("hook "+string(opts.Kind), "session", ev.SessionID, "sequence", r.Sequence)
-	return nil
+	return note, nil
 }
 
 // maxDrain bounds the spooled events one hook run receipts.
@@ -467,7 +480,7 @@ func (opts Options) receiptSpooled(ev store.SpooledEvent) error {
 	opts.Agent, opts.Kind = agent, kind
 	event, err := decodeInput(ev.Data)
 	if err == nil {
-		err = record(opts, event)
+		_, err = record(opts, event)
 	}
 	if ie := (*InputError)(nil); errors.As(err, &ie) {
 		return fmt.Errorf("%w: %w", store.ErrSpoolReject, err)

@@ -49,6 +49,9 @@ func (a Agent) Installs() (path string, events []InstallEvent, err error) {
 			{Event: receipts.PostToolUseFailure, Kind: PostFailure, Matcher: true},
 			{Event: receipts.SessionStart, Kind: SessionStart},
 			{Event: receipts.SessionEnd, Kind: SessionEnd},
+			// Reconciliation of the transcript so far (package reconcile).
+			{Event: "Stop", Kind: Stop},
+			{Event: "SubagentStop", Kind: Stop},
 		}, nil
 	case Gemini:
 		return filepath.Join(".gemini", "settings.json"), []InstallEvent{

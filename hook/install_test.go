@@ -29,7 +29,7 @@ func TestSettingsInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(added, ","); got != "PreToolUse,PostToolUse,PostToolUseFailure,SessionStart" {
+	if got := strings.Join(added, ","); got != "PreToolUse,PostToolUse,PostToolUseFailure,SessionStart,Stop,SubagentStop" {
 		t.Errorf("Install added %s; want every event but SessionEnd, which runs a docket hook already", got)
 	}
 	if err := s.Write(); err != nil {
@@ -92,7 +92,7 @@ func TestAgentInstall(t *testing.T) {
 		pre     string
 		timeout int
 	}{
-		{Claude, ".claude/settings.json", "PreToolUse,PostToolUse,PostToolUseFailure,SessionStart,SessionEnd", "PreToolUse", 30},
+		{Claude, ".claude/settings.json", "PreToolUse,PostToolUse,PostToolUseFailure,SessionStart,SessionEnd,Stop,SubagentStop", "PreToolUse", 30},
 		{Gemini, ".gemini/settings.json", "BeforeTool,AfterTool,SessionStart,SessionEnd", "BeforeTool", 30000},
 		{Codex, ".codex/hooks.json", "PreToolUse,PostToolUse,SessionStart,SessionEnd", "PreToolUse", 30},
 	} {

@@ -32,8 +32,8 @@ func TestCheckAgent(t *testing.T) {
 				if err := os.WriteFile(bin, []byte("#!/bin/sh\n"+tt.script+"\n"), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if _, added, err := InstallProject(project, Claude, bin); err != nil || len(added) != 5 {
-					t.Fatalf("InstallProject = %v, %v, want 5 events", added, err)
+				if _, added, err := InstallProject(project, Claude, bin); err != nil || len(added) != 7 {
+					t.Fatalf("InstallProject = %v, %v, want 7 events", added, err)
 				}
 			}
 			var failed []Check
@@ -69,8 +69,8 @@ func TestCheckAgent(t *testing.T) {
 			t.Errorf("CheckAgent(pre only): %s: %v, want it passed", c.Name, c.Err)
 		}
 	}
-	if warnings != 4 {
-		t.Errorf("CheckAgent(pre only) warnings = %d, want 4 (post, post-failure, session start and end)", warnings)
+	if warnings != 6 {
+		t.Errorf("CheckAgent(pre only) warnings = %d, want 6 (post, post-failure, session start and end, stop, subagent stop)", warnings)
 	}
 }
 

@@ -19,6 +19,10 @@ func TestOpen(t *testing.T) {
 		Decision: Allow, Reason: "cedar_allow", PolicyDigest: "sha256:" + strings.Repeat("ef", 32), PolicyIDs: []string{"a", "b"},
 		HookLatencyMs: &lat, IssuerSequence: 9, OpenSessions: []string{"x"}, Model: "m", Enforced: &no,
 		Confinement: &Confinement{Mechanism: "landlock", Digest: "sha256:00"}, IssuedAt: "2026-11-21T12:00:00.000Z"}
+	ran := true
+	unmediated := Payload{Type: TypeDecision, SessionID: "s", HookEvent: UnmediatedCall, ToolName: "mcp__outside__echo", ToolUseID: "toolu_01",
+		ToolInputHash: "sha256:" + strings.Repeat("cd", 32), ToolOutputHash: "sha256:" + strings.Repeat("ef", 32), Reason: ReasonNoDecision,
+		TranscriptPosition: "s.jsonl:22", ToolRan: &ran, TranscriptHash: "unreadable: truncated at s.jsonl:40", IssuedAt: "2026-11-21T12:00:00.000Z"}
 	signed := func(p Payload) []byte { return must(Sign(key, p)) }
 	raw := func(payload string) []byte {
 		payload = strings.Replace(payload, "{", `{"issued_at":"2026-11-21T12:00:00.000Z","issuer_id":"`+KID(pub(key))+`","session_id":"s","spec":"`+Spec+`",`, 1)
@@ -33,6 +37,8 @@ func TestOpen(t *testing.T) {
 		cause string // "" for accepted
 	}{
 		{name: "every member", data: signed(full), keys: keys, want: &full},
+		{name: "unmediated_call and transcript_hash", data: signed(unmediated), keys: keys, want: &unmediated},
+		{name: "tool_ran not a boolean", data: raw(`{"type":"t","tool_ran":"yes"}`), cause: CauseMalformed},
 		{name: "no keys reads", data: signed(full), want: &full},
 		{name: "unconfined", data: raw(`{"type":"t","confinement":"unconfined"}`), keys: keys,
 			want: &Payload{Type: "t", SessionID: "s", Spec: Spec, IssuerID: KID(pub(key)), IssuedAt: "2026-11-21T12:00:00.000Z", Confinement: &Confinement{Unconfined: true}}},

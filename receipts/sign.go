@@ -67,15 +67,22 @@ type Payload struct {
 	// recorded as sent.
 	Model string `json:"model,omitempty"`
 
-	// Members fixed by DESIGN §3.1 for milestone 3 (read by Open; Docket
-	// does not write them yet).
+	// Members fixed by DESIGN §3.1 for milestone 3 (read by Open).
 
 	// Enforced is false only in observe mode, beside a decision that was
 	// not enforced; absent otherwise.
 	Enforced *bool `json:"enforced,omitempty"`
 	// TranscriptHash, on session_end, is the SHA-256 of the agent record
-	// the reconciliation read, or why it could not be read.
+	// the reconciliation read ("sha256:" + hex), or why it could not be
+	// read ("unreadable: " + the reason).
 	TranscriptHash string `json:"transcript_hash,omitempty"`
+	// TranscriptPosition, on an unmediated_call, is where the call stands
+	// in the agent's record: the file (relative to the directory of the
+	// record's main file), a colon and the 1-based line.
+	TranscriptPosition string `json:"transcript_position,omitempty"`
+	// ToolRan, on an unmediated_call, says whether the record holds a
+	// result of the call (true: it ran; its hash is tool_output_hash).
+	ToolRan *bool `json:"tool_ran,omitempty"`
 	// Confinement, on a confined call, is the confinement derived from
 	// the policy.
 	Confinement *Confinement `json:"confinement,omitempty"`

@@ -11,6 +11,9 @@ const (
 	PostToolUseFailure = "PostToolUseFailure" // a tool call ran and failed
 	SessionStart       = "SessionStart"
 	SessionEnd         = "SessionEnd"
+	// UnmediatedCall: a tool call found in the agent's own record of the
+	// session with no decision of the gate (package reconcile).
+	UnmediatedCall = "unmediated_call"
 )
 
 // Reasons of execution receipts. A decision's reason is the policy's
@@ -25,6 +28,9 @@ const (
 	// ReasonUnlinked: the tool ran with no decision of the gate in the
 	// chain to link to (CauseUnlinkedExec when verified).
 	ReasonUnlinked = "unlinked_execution"
+	// ReasonNoDecision is the reason of an unmediated_call: the agent's
+	// record holds the call, the chain no decision on it.
+	ReasonNoDecision = "no_decision"
 )
 
 // Lifecycle events (lifecycle_event) of lifecycle receipts.

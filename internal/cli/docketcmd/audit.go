@@ -45,6 +45,10 @@ file where the log's own signatures prove it:
     chain_break, unlinked_execution, executed_deny, bad_entry, root_mismatch
     open_session         (notice) a session without session_end
     unenforced           (notice) decisions observe mode answered as allow, per session
+    unmediated_call      a call in the agent's own record the gate never decided
+                         (signed by docket hook at Stop/SessionEnd, or docket reconcile)
+    unreconciled         (-require-reconciled) a session whose session_end records
+                         no transcript_hash of the agent's record read whole
 At most 100 findings of a kind are listed with evidence; one more counts the
 rest (narrow with -issuer and -session to list them).
 
@@ -58,6 +62,8 @@ Options:
     -session ID           compare only this session (repeatable)
     -evidence DIR         where evidence files go (default: a new temporary directory)
     -json                 one JSON object per finding
+    -require-reconciled   every selected session must end reconciled with its
+                          agent's record (docs/hook.md)
 
 Exit status: 0 no finding but notices, 1 some finding, 2 undecidable (no trusted key,
 unreachable log, a checkpoint that does not verify, a tile or bundle larger
@@ -136,6 +142,7 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	fs.Var(&sessions, "session", "")
 	evidence := fs.String("evidence", "", "")
 	asJSON := fs.Bool("json", false, "")
+	requireReconciled := fs.Bool("require-reconciled", false, "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -178,7 +185,7 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
 	findings, err := audit.Run(ctx, audit.Config{Fetcher: f, Checkpoint: raw, Size: cp.Size, Root: cp.Root, Keys: keys,
-		Issuers: issuers, Sessions: sessions, EvidenceDir: *evidence}, chains)
+		Issuers: issuers, Sessions: sessions, EvidenceDir: *evidence, RequireReconciled: *requireReconciled}, chains)
 	if err != nil {
 		errorf(stderr, "audit: %v", err)
 		return 2

@@ -26,7 +26,8 @@ directory), keeping whatever is already there:
     .docket/policy/docket.cedar  the default policy, if there is no policy yet
     .docket/config.json        the log to submit receipts to (with -log)
     .claude/settings.json      Claude Code: PreToolUse, PostToolUse,
-                               PostToolUseFailure, SessionStart, SessionEnd
+                               PostToolUseFailure, SessionStart, SessionEnd,
+                               Stop, SubagentStop
     .gemini/settings.json      Gemini CLI: BeforeTool, AfterTool,
                                SessionStart, SessionEnd (timeouts in ms)
     .codex/hooks.json          Codex: PreToolUse, PostToolUse, SessionStart,

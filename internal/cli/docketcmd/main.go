@@ -35,6 +35,7 @@ Commands:
     verify-index     check an issuer's verifiable index
     mcp         run a stdio MCP server behind the gate
     pic         verify a PIC action proposal
+    reconcile   match an agent's own record of its sessions with the receipts
 
 Run "docket <command> -h" for a command's options.
 
@@ -66,6 +67,7 @@ var commands = map[string]command{
 	"verify-index":    runVerifyIndex,
 	"mcp":             runMCP,
 	"pic":             runPIC,
+	"reconcile":       runReconcile,
 	// The demo's MCP server (docket demo), not listed in the usage.
 	"demo-mcp-server": runDemoMCPServer,
 }

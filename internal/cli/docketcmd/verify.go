@@ -328,6 +328,9 @@ func report(w io.Writer, files []fileResult, asJSON, strict bool) int {
 		if legacy > 0 {
 			note = fmt.Sprintf(" (%d accepted under a legacy convention)", legacy)
 		}
+		if n := reportUnmediated(w, f); n > 0 {
+			note += fmt.Sprintf(", %d unmediated calls (tool calls in the agent's record the gate never decided)", n)
+		}
 		if len(f.lines) > 1 && !sessionEnded(f.lines[len(f.lines)-1]) {
 			note += ", open: no session_end (a chain alone cannot show it was not cut short)"
 		}
