@@ -3,6 +3,7 @@ package shell
 import (
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -38,10 +39,10 @@ func (w *walker) resolve(a arg, deep bool) []string {
 		if w.home == "" {
 			bases = []string{t}
 		} else {
-			bases = []string{filepath.Clean(w.home + t[1:])}
+			bases = []string{join(w.home, t[1:])}
 		}
 	case strings.HasPrefix(t, "/"), strings.HasPrefix(t, "~"):
-		bases = []string{filepath.Clean(t)}
+		bases = []string{join("", t)}
 	default:
 		for _, d := range w.dirs {
 			switch d {
@@ -50,7 +51,7 @@ func (w *walker) resolve(a arg, deep bool) []string {
 			case "":
 				bases = append(bases, t)
 			default:
-				bases = append(bases, filepath.Join(d, t))
+				bases = append(bases, join(d, t))
 			}
 		}
 	}
@@ -66,6 +67,28 @@ func (w *walker) resolve(a arg, deep bool) []string {
 		out = appendUniq(out, candidates(b, deep)...)
 	}
 	return out
+}
+
+// join joins a directory and a path and cleans the result, except that a
+// path with ".." components is left for the gate to resolve the way the
+// kernel does: ".." after a symlink is the parent of the link's target,
+// not of the link (link/../x is not x when link points elsewhere).
+func join(dir, p string) string {
+	if !hasDotDot(p) {
+		if dir == "" {
+			return filepath.Clean(p)
+		}
+		return filepath.Join(dir, p)
+	}
+	if dir == "" {
+		return p
+	}
+	return strings.TrimSuffix(dir, "/") + "/" + strings.TrimPrefix(p, "/")
+}
+
+// hasDotDot reports a path with a ".." component.
+func hasDotDot(p string) bool {
+	return slices.Contains(strings.Split(p, "/"), "..")
 }
 
 // globMatches expands a glob against the file system as bash does: a
@@ -104,6 +127,12 @@ func candidates(pattern string, deep bool) []string {
 		return nil
 	}
 	base = strings.ToLower(base)
+	if strings.Trim(base, "*?") == "" && !deep {
+		// A bare wildcard ("dist/*") matches what is there, which
+		// globMatches found; naming every secret it could match would
+		// refuse `rm -rf dist/*`.
+		return nil
+	}
 	var out []string
 	for _, s := range sensitive {
 		name := path.Base(s)

@@ -63,7 +63,16 @@ type Command struct {
 	StdinCode bool
 	Pipeline  []string // programs in the same pipeline or substitutions feeding it
 	Wrappers  []string // wrappers unwrapped to reach it
-	Env       []string // variables assigned for it (X=1 cmd, env X=1 cmd)
+	// Env names the variables set for it: X=1 cmd, env X=1 cmd, and
+	// those the line exported before it (see env.go).
+	Env []string
+	// Unmodelled names what the analyser does not model of this call: an
+	// option, subcommand or option value of a program it otherwise
+	// understands ("git send-email", "--outp"). The policy asks about it.
+	Unmodelled []string
+	// Flags are the canonical names of long options the program model
+	// resolved from an abbreviation (--hard for `git reset --har`).
+	Flags []string
 	// Reads and Writes are the files it reads and writes, deletes or
 	// changes: absolute and clean, resolved against the directory the
 	// command runs in (a path under a directory only known at run time is
@@ -90,9 +99,13 @@ type walker struct {
 	depth   int
 	names   map[*syntax.CallExpr][]string // program names per call, for pipeline context
 	pipes   map[*syntax.CallExpr][]string // programs piped into or around a call
-	assigns []string                      // assignments for the next invoke
-	stdinOf map[*syntax.CallExpr]stdinSrc
-	stdin   stdinSrc // of the call being unwrapped
+	assigns []envVar                      // assignments for the next invoke
+	// exported are the variables the line exported so far (export,
+	// declare -x, set -a, a sourced file): every later command has them.
+	exported  []envVar
+	allexport bool // set -a is on
+	stdinOf   map[*syntax.CallExpr]stdinSrc
+	stdin     stdinSrc // of the call being unwrapped
 	// dirs are the directories the next command may run in.
 	dirs  []string
 	stack [][]string // pushd
@@ -150,6 +163,9 @@ func (w *walker) parse(src string, wrappers, pipeline []string) (err error) {
 		return &Error{"parse_error", "cannot parse shell command: " + strings.Join(strings.Fields(perr.Error()), " ")}
 	}
 	w.prepare(f)
+	if err := w.semantics(f); err != nil {
+		return err
+	}
 	_, err = w.stmts(f.Stmts)
 	return err
 }
@@ -306,6 +322,8 @@ func (w *walker) command(c syntax.Command) ([]string, error) {
 			if ok, err = w.call(c); err != nil {
 				return nil, err
 			}
+		} else {
+			w.assignOnly(c)
 		}
 		for _, a := range c.Assigns {
 			if err := w.substs(a); err != nil {
@@ -427,7 +445,10 @@ func (w *walker) command(c syntax.Command) ([]string, error) {
 		_, err := w.stmt(c.Stmt)
 		w.dirs = before
 		return before, err
-	default: // declarations, tests, arithmetic: only their substitutions run
+	case *syntax.DeclClause:
+		w.decl(c)
+		return before, w.substs(c)
+	default: // tests, arithmetic: only their substitutions run
 		return before, w.substs(c)
 	}
 }
@@ -630,7 +651,7 @@ func (w *walker) call(c *syntax.CallExpr) ([]string, error) {
 	}
 	for _, a := range c.Assigns {
 		if a.Name != nil {
-			w.assigns = appendUniq(w.assigns, a.Name.Value)
+			w.assigns = append(w.assigns, w.envVar(a))
 		}
 	}
 	before := w.dirs
