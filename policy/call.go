@@ -592,8 +592,21 @@ func execContext(cmd shell.Command) types.RecordMap {
 		"pipeline":        strSet(cmd.Pipeline),
 		"wrappers":        strSet(cmd.Wrappers),
 		"env":             strSet(cmd.Env),
+		"env_tool":        strSet(toolVars(cmd.Env)),
 		"unmodelled":      strSet(cmd.Unmodelled),
 	}
+}
+
+// toolVars are the variables of env that some program or the shell
+// interprets; the others are applications' settings (DATABASE_URL).
+func toolVars(env []string) []string {
+	var out []string
+	for _, v := range env {
+		if shell.ToolVariable(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 var errNilEngine = errors.New("no policy loaded")

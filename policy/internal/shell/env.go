@@ -70,6 +70,26 @@ func harmlessValue(v envVar) bool {
 			}
 		}
 		return true
+	case "NODE_OPTIONS":
+		for _, f := range strings.Fields(t) {
+			name, _, _ := strings.Cut(f, "=")
+			switch name {
+			case "--max-old-space-size", "--max_old_space_size", "--enable-source-maps", "--no-warnings", "--no-deprecation",
+				"--experimental-vm-modules", "--trace-warnings", "--trace-deprecation", "--unhandled-rejections", "--stack-size",
+				"--openssl-legacy-provider", "--max-http-header-size", "--trace-uncaught", "--experimental-specifier-resolution":
+			default:
+				return false
+			}
+		}
+		return true
+	case "PYTHONPATH", "NODE_PATH":
+		// Directories of the project, relative to where it runs.
+		for _, p := range strings.Split(t, ":") {
+			if strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || hasDotDot(p) || strings.Contains(p, "$") {
+				return false
+			}
+		}
+		return true
 	case "GOWORK":
 		return t == "off"
 	case "GOTOOLCHAIN":
@@ -239,4 +259,63 @@ func (w *walker) commandEnv(cmd *Command, env []envVar) {
 			}
 		}
 	}
+}
+
+// toolPrefixes, toolSuffixes and toolNames recognise the variables some
+// program, toolchain or the shell itself interprets: the namespaces of
+// linkers, git, the Go, Node, Python, Ruby, Java, Rust, C and container
+// toolchains, the shell, editors and pagers, proxies and certificates,
+// clouds and agents, and names ending in FLAGS, OPTS, OPTIONS, PATH, HOME,
+// COMMAND, CONFIG, … Any other name (DATABASE_URL, VITE_API_URL, PORT) is
+// an application's setting, read by the project's own code.
+var (
+	toolPrefixes = []string{"LD_", "DYLD_", "GIT", "GO", "CGO_", "CARGO", "RUST", "NODE", "NPM", "YARN", "PNPM", "BUN_", "DENO_",
+		"PYTHON", "PIP_", "UV_", "POETRY", "PYTEST", "VIRTUAL_ENV", "CONDA", "PERL", "RUBY", "GEM_", "BUNDLE", "JAVA", "JDK_", "_JAVA",
+		"MAVEN", "GRADLE", "SBT_", "KOTLIN", "DOTNET", "MSBUILD", "NUGET", "MAKE", "CMAKE", "MESON", "NINJA", "BAZEL", "PKG_CONFIG",
+		"XDG_", "BASH", "ZSH", "KSH", "FISH", "HIST", "PROMPT", "LESS", "MANPAGER", "MANPATH", "BROWSER", "TERMINAL", "SSH", "GPG", "GNUPG",
+		"SSL_", "OPENSSL", "CURL", "WGET", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY", "REQUESTS_CA", "DOCKER", "COMPOSE_",
+		"BUILDKIT", "BUILDX", "KUBE", "HELM", "AWS_", "AZURE", "GOOGLE", "GCLOUD", "CLOUDSDK", "GH_", "GITHUB", "GITLAB", "TAR_", "GZIP",
+		"BZIP", "XZ_", "ZSTD", "LC_", "DISPLAY", "WAYLAND", "DBUS", "SUDO", "SYSTEMD", "JEST", "VITEST", "PLAYWRIGHT", "CYPRESS",
+		"PUPPETEER", "ELECTRON", "ESLINT", "PRETTIER", "TS_NODE", "TSC_", "TSX_", "WEBPACK", "BABEL", "SWC_", "NX_", "TURBO", "LERNA",
+		"PHP", "COMPOSER", "LUA", "JULIA", "STACK_", "CABAL", "OPAM", "OCAML", "ERL_", "ELIXIR", "MIX_", "CHROME", "FIREFOX", "EMACS",
+		"VIM", "NVIM", "SQLITE", "PG", "MYSQL", "KRB5", "ANTHROPIC", "OPENAI", "CLAUDE", "GEMINI", "CODEX", "DOCKET", "PRE_COMMIT",
+		"LEFTHOOK", "HUSKY", "DIRENV", "ASDF", "NVM_", "PYENV", "RBENV", "SDKMAN", "VOLTA", "MISE", "FNM_", "RUSTUP", "TMUX", "SCREEN",
+		"TERMINFO", "TMP", "TEMP", "SHELL", "ENV", "IFS", "PS1", "PS2", "PS3", "PS4", "CDPATH", "PATH", "HOME", "MAIL", "EXECIGNORE",
+		"FIGNORE", "GLOBIGNORE", "INPUTRC", "LOCPATH", "NLSPATH", "GCONV", "MALLOC", "TZDIR", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN"}
+	toolSuffixes = []string{"FLAGS", "OPTS", "OPT", "OPTIONS", "PATH", "HOME", "COMMAND", "CMD", "CONFIG", "EDITOR", "PAGER", "SHELL",
+		"WRAPPER", "PLUGINS", "PRELOAD", "AUDIT", "ASKPASS", "PROXY", "CA_BUNDLE", "CAFILE", "CERT", "SCRIPT", "LAUNCHER", "RUNNER",
+		"LINKER", "COMPILER", "EXEC", "EXE", "PROGRAM", "INTERPRETER", "STARTUP", "TOOLCHAIN", "HOOKS", "HOOK", "LIBS", "LIB"}
+	toolNames = map[string]bool{"CC": true, "CXX": true, "CPP": true, "AR": true, "AS": true, "LD": true, "NM": true, "FC": true,
+		"M4": true, "YACC": true, "LEX": true, "RANLIB": true, "STRIP": true, "OBJCOPY": true, "OBJDUMP": true, "DLLTOOL": true,
+		"WINDRES": true, "VISUAL": true, "PAGER": true, "EDITOR": true, "TERM": false, "USER": true, "LOGNAME": true, "PWD": true,
+		"OLDPWD": true, "SHLVL": true, "UMASK": true}
+)
+
+// ToolVariable reports whether an environment variable's name is one some
+// program or the shell interprets (see toolPrefixes), or is not a plain
+// name at all (BASH_FUNC_x%%).
+func ToolVariable(name string) bool {
+	if name == sourcedEnv || name == "" {
+		return true
+	}
+	for _, r := range name {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return true
+		}
+	}
+	up := strings.ToUpper(name)
+	if toolNames[up] {
+		return true
+	}
+	for _, p := range toolPrefixes {
+		if strings.HasPrefix(up, p) {
+			return true
+		}
+	}
+	for _, s := range toolSuffixes {
+		if strings.HasSuffix(up, s) {
+			return true
+		}
+	}
+	return false
 }
