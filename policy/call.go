@@ -294,7 +294,25 @@ func (x *callEnv) build(c Call) ([]built, error) {
 			return nil
 		}
 		for _, cmd := range sh.Commands {
-			add("ExecCommand", x.programEntity(cmd), with(execContext(cmd)))
+			ctx := execContext(cmd)
+			// A program named by its path inside the project is the
+			// project's own code, like its Makefile (./gradlew, ./x.sh);
+			// the file is also a read, so the file rules see it.
+			inProject := len(cmd.ProgramFiles) > 0
+			for _, p := range cmd.ProgramFiles {
+				uid, err := x.fileEntity(p)
+				if err != nil {
+					return badInput("Bash: %v", err)
+				}
+				if v, _ := x.ents[uid].Attributes.Get("in_project"); v != types.Boolean(true) {
+					inProject = false
+				}
+			}
+			ctx["program_in_project"] = types.Boolean(inProject)
+			add("ExecCommand", x.programEntity(cmd), with(ctx))
+			if err := files(nil, cmd.ProgramFiles); err != nil {
+				return err
+			}
 			if err := files(cmd.Writes, cmd.Reads); err != nil {
 				return err
 			}

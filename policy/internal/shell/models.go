@@ -157,16 +157,17 @@ func programModel(name string, args []arg) *model {
 				}
 			}
 		}
+		// These parse long options exactly: no abbreviations.
 		for _, a := range args {
-			if d, _, ok := dangerPrefix(a.text, nil, []string{"--plugin", "--rulesdir", "--resolve-plugins-relative-to", "--config-path", "--plugin-search-dir"}); ok {
-				m.unknown(d)
+			if n, _, _ := strings.Cut(a.text, "="); slices.Contains([]string{"--plugin", "--rulesdir", "--resolve-plugins-relative-to", "--config-path", "--plugin-search-dir"}, n) {
+				m.unknown(n)
 			}
 		}
 		m.writes = append(m.writes, optPairs(args, "--outFile", "--outDir", "--out", "--declarationDir", "--tsBuildInfoFile")...)
 	case "cargo":
 		for _, a := range args {
-			if d, _, ok := dangerPrefix(a.text, nil, []string{"--config", "--target-dir", "--root", "--git", "--manifest-path", "-Z"}); ok || strings.HasPrefix(a.text, "-Z") {
-				m.unknown("cargo " + d)
+			if n, _, _ := strings.Cut(a.text, "="); slices.Contains([]string{"--config", "--target-dir", "--root", "--git", "--manifest-path"}, n) || strings.HasPrefix(a.text, "-Z") {
+				m.unknown("cargo " + n)
 			}
 		}
 		if sub := firstOperand(args, nil); sub == "install" || sub == "uninstall" || sub == "publish" || sub == "login" {
@@ -189,7 +190,7 @@ func programModel(name string, args []arg) *model {
 		uvModel(m, name, args)
 	case "tar":
 		for _, a := range args {
-			if d, _, ok := dangerPrefix(a.text, []string{"--to-stdout"}, []string{"--transform", "--xform", "--to-command", "--use-compress-program", "--checkpoint-action", "--info-script", "--new-volume-script", "--rsh-command"}); ok {
+			if d, _, ok := dangerPrefix(a.text, []string{"--to-stdout"}, []string{"--transform", "--xform", "--to-command", "--use-compress-program", "--checkpoint-action", "--info-script", "--new-volume-script", "--rsh-command", "--absolute-names"}); ok {
 				m.unknown("tar " + d)
 			}
 		}
@@ -356,7 +357,12 @@ func gitModel(m *model, args []arg) {
 	for ; i < len(args); i++ {
 		t := args[i].text
 		switch {
-		case t == "-C" || t == "--work-tree" || t == "--namespace":
+		case t == "-C":
+			if i+1 < len(args) {
+				m.reads = append(m.reads, args[i+1]) // the repository git works in
+			}
+			i++
+		case t == "--work-tree" || t == "--namespace":
 			i++
 		case t == "-c":
 			if i+1 < len(args) {
@@ -836,7 +842,12 @@ func makeModel(m *model, args []arg) {
 	for i := 0; i < len(args); i++ {
 		t := args[i].text
 		if n, v, ok := strings.Cut(t, "="); ok && !strings.HasPrefix(t, "-") {
-			if !safeVars[n] && !harmlessValue(envVar{name: n, val: arg{text: v, lit: args[i].lit}, hasVal: true}) {
+			// A variable overrides the makefile's: a tool's variable
+			// (CC, SHELL, MAKEFLAGS) or a value with shell syntax, which
+			// a recipe would run, asks; a project's own setting does not.
+			harmless := safeVars[n] || harmlessValue(envVar{name: n, val: arg{text: v, lit: args[i].lit}, hasVal: true}) ||
+				!ToolVariable(n) && !strings.HasPrefix(n, ".") && args[i].lit && !strings.ContainsAny(v, "$`;|&<>()\\")
+			if !harmless {
 				m.unknown("make " + n + "=")
 			}
 			continue
@@ -972,7 +983,8 @@ func ccModel(m *model, args []arg) {
 		case t == "-wrapper" || t == "-B" || strings.HasPrefix(t, "-B") || strings.HasPrefix(t, "-fplugin") || strings.HasPrefix(t, "-specs") ||
 			strings.HasPrefix(t, "--specs") || t == "-load" || strings.HasPrefix(t, "-fuse-ld=/") || strings.HasPrefix(t, "--ld-path") ||
 			strings.HasPrefix(t, "-fpass-plugin") || t == "-Xclang" && i+1 < len(args) && strings.Contains(args[i+1].text, "load") ||
-			strings.HasPrefix(t, "-Wl,--plugin") || t == "-no-integrated-as" || strings.HasPrefix(t, "--sysroot") || t == "-ccc-install-dir":
+			strings.HasPrefix(t, "-Wl,") && strings.Contains(t, "plugin") || t == "-no-integrated-as" || strings.HasPrefix(t, "--sysroot") ||
+			t == "-ccc-install-dir" || strings.HasPrefix(t, "--config") || strings.HasPrefix(t, "-fprofile-generate=/"):
 			m.unknown("cc " + t)
 		}
 	}

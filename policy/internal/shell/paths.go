@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // maxGlobMatches bounds the files taken from the expansion of one glob.
@@ -144,4 +146,77 @@ func candidates(pattern string, deep bool) []string {
 		}
 	}
 	return out
+}
+
+// listedBy returns the files a word that is only $(find …) or
+// $(git ls-files PATTERN…) expands to, as the patterns they match (deep
+// globs under the start paths), so that `wc -l $(git ls-files '*.go')`
+// reads *.go files, not anything.
+func (w *walker) listedBy(x *syntax.Word) ([]arg, bool) {
+	if len(x.Parts) != 1 {
+		return nil, false
+	}
+	cs, ok := x.Parts[0].(*syntax.CmdSubst)
+	if !ok || len(cs.Stmts) != 1 || len(cs.Stmts[0].Redirs) > 0 {
+		return nil, false
+	}
+	c, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok {
+		return nil, false
+	}
+	return w.listed(c)
+}
+
+// listed returns the files a file-listing command prints, as patterns:
+// find's start paths and -name tests (findSelected), git ls-files with
+// pathspecs, ls of literal operands. ok is false for anything else.
+func (w *walker) listed(c *syntax.CallExpr) ([]arg, bool) {
+	if c == nil || len(c.Assigns) > 0 || len(c.Args) == 0 {
+		return nil, false
+	}
+	args := w.words(c.Args)
+	for _, a := range args {
+		if !a.lit {
+			return nil, false
+		}
+	}
+	switch args[0].text {
+	case "find":
+		for _, a := range args[1:] {
+			switch a.text {
+			case "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprintf", "-fls", "-fprint0", "-L", "-follow":
+				return nil, false
+			}
+		}
+		return findSelected(args[1:]), true
+	case "git":
+		if len(args) < 3 || args[1].text != "ls-files" {
+			return nil, false
+		}
+		var out []arg
+		for _, a := range args[2:] {
+			if strings.HasPrefix(a.text, "-") {
+				if a.text != "--" && a.text != "-z" && a.text != "--cached" {
+					return nil, false
+				}
+				continue
+			}
+			// A pathspec without a slash matches at any depth.
+			out = append(out, arg{text: "./" + a.text, lit: true, glob: true, deep: !strings.Contains(a.text, "/")})
+		}
+		return out, len(out) > 0
+	case "ls":
+		var out []arg
+		for _, a := range args[1:] {
+			if strings.HasPrefix(a.text, "-") {
+				if strings.ContainsAny(a.text, "RrlaA") && a.text != "-1" {
+					return nil, false
+				}
+				continue
+			}
+			out = append(out, a)
+		}
+		return out, len(out) > 0
+	}
+	return nil, false
 }

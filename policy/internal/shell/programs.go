@@ -71,6 +71,10 @@ func (w *walker) invoke(argv []arg, wrappers, pipeline []string) error {
 	}
 	// A script the line itself writes and then runs is code the gate has
 	// not seen: `echo … > x.sh && bash x.sh`, `./x.sh`.
+	if strings.Contains(prog.text, "/") {
+		// A program named by its path: the file is read (and run).
+		cmd.ProgramFiles = w.resolve(prog, false)
+	}
 	if strings.Contains(prog.text, "/") && w.written(w.resolve(prog, false)) ||
 		isShellOrInterpreter(name) && len(reads) > 0 && w.written(cmd.Reads) {
 		cmd.Inline = true
@@ -138,7 +142,11 @@ func (w *walker) invoke(argv []arg, wrappers, pipeline []string) error {
 		if len(rest) == 0 {
 			return nil
 		}
-		// The command gets arguments from stdin: they are unknown.
+		// The command gets arguments from stdin: they are unknown,
+		// unless a file-listing command prints them (find … | xargs).
+		if files, ok := w.listed(w.stdin.from); ok && w.stdin.text == nil {
+			return w.invoke(append(rest[:len(rest):len(rest)], files...), inner, pipeline)
+		}
 		rest = append(rest[:len(rest):len(rest)], arg{text: "$(stdin)"})
 		return w.invoke(rest, inner, pipeline)
 	case "timeout":

@@ -50,10 +50,13 @@ type arg struct {
 
 // Command is one simple command found in a command line, after unwrapping.
 type Command struct {
-	Name    string   // base name of the program ("rm")
-	Path    string   // program as written after unquoting ("/bin/rm")
-	Args    []string // arguments after the program
-	Dynamic bool     // some argument is not a literal
+	Name string // base name of the program ("rm")
+	Path string // program as written after unquoting ("/bin/rm")
+	// ProgramFiles are the files the program may be when it is named by a
+	// path (./gradlew, scripts/test.sh), resolved like Reads.
+	ProgramFiles []string
+	Args         []string // arguments after the program
+	Dynamic      bool     // some argument is not a literal
 	// DynamicPaths is set when an argument the program takes as a file is
 	// only known at run time ("$F", $(…), xargs input).
 	DynamicPaths bool
@@ -123,9 +126,10 @@ type walker struct {
 // stdinSrc is where a command's standard input comes from, when that can
 // be code for a shell or interpreter.
 type stdinSrc struct {
-	pipe bool         // a pipe: whatever the upstream command prints
-	doc  *syntax.Word // a here-document or here-string
-	text *arg         // literal text piped in (echo '…' | sh)
+	pipe bool             // a pipe: whatever the upstream command prints
+	doc  *syntax.Word     // a here-document or here-string
+	text *arg             // literal text piped in (echo '…' | sh)
+	from *syntax.CallExpr // the simple command piped in, when it is one
 }
 
 // Analyze parses a bash command line and returns every simple command
@@ -585,9 +589,10 @@ func (w *walker) markPiped(b *syntax.BinaryCmd) {
 			return true
 		}
 		text := w.printed(p.X)
+		from, _ := p.X.Cmd.(*syntax.CallExpr)
 		syntax.Walk(p.Y, func(n syntax.Node) bool {
 			if c, ok := n.(*syntax.CallExpr); ok {
-				w.setStdin(c, func(s *stdinSrc) { s.pipe = true; s.text = text })
+				w.setStdin(c, func(s *stdinSrc) { s.pipe = true; s.text = text; s.from = from })
 			}
 			return true
 		})
@@ -695,6 +700,10 @@ func (w *walker) words(ws []*syntax.Word) []arg {
 		}
 		if i == 0 {
 			out = append(out, w.word(x))
+			continue
+		}
+		if files, ok := w.listedBy(x); ok {
+			out = append(out, files...)
 			continue
 		}
 		out = append(out, w.values(x)...)
