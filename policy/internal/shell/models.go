@@ -19,7 +19,6 @@ type model struct {
 	flags      []string // canonical names of abbreviated long options ("--hard" for --har)
 	reads      []arg
 	writes     []arg
-	inline     bool
 }
 
 func (m *model) unknown(what string) { m.unmodelled = appendUniq(m.unmodelled, what) }
@@ -81,9 +80,7 @@ func programModel(name string, args []arg) *model {
 	case "gh":
 		ghModel(m, args)
 	case "jq", "yq":
-		for _, v := range optPairs(args, "--rawfile", "--slurpfile") {
-			m.reads = append(m.reads, v)
-		}
+		m.reads = append(m.reads, optPairs(args, "--rawfile", "--slurpfile")...)
 	case "node", "nodejs":
 		m.reads = append(m.reads, longOrShort(args, false, "", []string{"--env-file", "--env-file-if-exists"}, []string{"--env-file", "--env-file-if-exists"})...)
 	case "date":
@@ -856,13 +853,12 @@ func makeModel(m *model, args []arg) {
 			continue
 		}
 		if strings.HasPrefix(t, "--") {
-			canon, _, hasVal, ok := longName(t, true, makeLong)
+			canon, _, _, ok := longName(t, true, makeLong)
 			switch {
 			case !ok:
 				m.unknown("make " + t)
 			case canon == "--file" || canon == "--makefile" || canon == "--include-dir" || canon == "--directory" || canon == "--eval" || canon == "--what-if" || canon == "--new-file" || canon == "--assume-new" || canon == "--assume-old" || canon == "--old-file":
 				m.unknown("make " + canon)
-			case (canon == "--jobs" || canon == "--load-average" || canon == "--debug" || canon == "--output-sync") && !hasVal:
 			}
 			continue
 		}
