@@ -32,7 +32,7 @@ func longName(t string, abbrev bool, names []string) (canon, val string, hasVal,
 	if slices.Contains(names, name) {
 		return name, val, hasVal, true
 	}
-	if !abbrev || len(name) < 4 {
+	if !abbrev || len(name) < 3 {
 		return "", val, hasVal, false
 	}
 	for _, n := range names {
@@ -384,6 +384,12 @@ func gitModel(m *model, args []arg) {
 sub:
 	sub := args[i].text
 	rest := args[i+1:]
+	for _, a := range rest {
+		// The ext:: and fd:: transports run a command.
+		if strings.Contains(a.text, "ext::") || strings.Contains(a.text, "fd::") {
+			m.unknown("git " + sub + " ext::")
+		}
+	}
 	if !gitSubs[sub] {
 		m.unknown("git " + sub)
 		return
@@ -398,13 +404,15 @@ sub:
 			continue
 		}
 		if long != nil {
-			canon, _, _, ok := longName(t, true, long)
-			if ok {
+			// Resolve an abbreviation of an option whose meaning the
+			// policy looks at (reset --har is --hard).
+			if canon, _, _, ok := longName(t, true, long); ok {
 				m.flags = appendUniq(m.flags, canon)
-			} else if _, _, danger := dangerPrefix(t, gitSafeLong, gitDanger); danger || gitOptPrefixOf(t, long) {
-				m.unknown("git " + sub + " " + strings.SplitN(t, "=", 2)[0])
+				continue
 			}
-			continue
+			if n, _, _ := strings.Cut(t, "="); len(n) > 2 && slices.ContainsFunc(long, func(l string) bool { return strings.HasPrefix(l, n) }) {
+				m.unknown("git " + sub + " " + n) // ambiguous: which one git takes is not modelled
+			}
 		}
 		d, val, ok := dangerPrefix(t, gitSafeLong, gitDanger)
 		if !ok {
@@ -480,6 +488,9 @@ sub:
 			m.writes = append(m.writes, ops[0])
 		}
 	case "config":
+		if len(ops) >= 2 && !slices.Contains([]string{"get", "list", "--get"}, ops[0].text) {
+			gitConfigPair(m, arg{text: ops[0].text, lit: ops[0].lit})
+		}
 		global := slices.ContainsFunc(rest, func(a arg) bool { return a.text == "--global" })
 		system := slices.ContainsFunc(rest, func(a arg) bool { return a.text == "--system" })
 		read := slices.ContainsFunc(rest, func(a arg) bool {
@@ -527,13 +538,6 @@ sub:
 	}
 }
 
-// gitOptPrefixOf reports an option that abbreviates no known option
-// unambiguously: git refuses it, or it is one the model does not know.
-func gitOptPrefixOf(t string, long []string) bool {
-	name, _, _ := strings.Cut(t, "=")
-	return !strings.HasPrefix(name, "--no-") || !slices.Contains(long, "--"+strings.TrimPrefix(name, "--no-"))
-}
-
 func gitCloneDir(url string) string {
 	url = strings.TrimSuffix(strings.TrimSuffix(url, "/"), ".git")
 	if i := strings.LastIndexAny(url, "/:"); i >= 0 {
@@ -571,7 +575,7 @@ var goSubs = map[string]bool{
 var goBuildVal = []string{"p", "tags", "mod", "ldflags", "gcflags", "asmflags", "buildmode", "compiler", "gccgoflags", "installsuffix",
 	"pkgdir", "buildvcs", "covermode", "coverpkg", "run", "skip", "bench", "benchtime", "count", "cpu", "timeout", "parallel", "list",
 	"shuffle", "fuzz", "fuzztime", "fuzzminimizetime", "blockprofilerate", "mutexprofilefraction", "memprofilerate", "vet", "f",
-	"type", "tags", "outputdir", "C", "o", "coverprofile", "cpuprofile", "memprofile", "blockprofile", "mutexprofile", "trace", "modfile", "overlay", "pgo", "json", "test.run"}
+	"type", "tags", "outputdir", "C", "o", "vettool", "coverprofile", "cpuprofile", "memprofile", "blockprofile", "mutexprofile", "trace", "modfile", "overlay", "pgo", "json", "test.run"}
 var goBuildBool = []string{"a", "n", "race", "msan", "asan", "cover", "v", "work", "x", "trimpath", "linkshared", "modcacherw", "short",
 	"failfast", "benchmem", "json", "c", "i", "u", "t", "d", "m", "e", "deps", "export", "find", "test", "compiled", "retracted", "versions",
 	"reuse", "insecure", "l", "s", "w", "r", "cache", "testcache", "modcache", "fuzzcache", "all", "std", "fix", "diff", "fullpath", "json"}
@@ -646,8 +650,12 @@ func goModel(m *model, args []arg) {
 		}
 		name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(t, "-"), "-"), "=")
 		takesVal := slices.Contains(goBuildVal, name)
+		if name == "args" {
+			break // what follows is the test binary's
+		}
 		if !takesVal && !slices.Contains(goBuildBool, name) && !strings.HasPrefix(name, "test.") {
-			if sub != "run" && sub != "test" || !strings.HasPrefix(name, "") {
+			// go vet takes its analyzers' flags (-printf=false).
+			if sub != "vet" {
 				m.unknown("go " + sub + " -" + name)
 			}
 			continue
@@ -660,13 +668,15 @@ func goModel(m *model, args []arg) {
 		switch name {
 		case "o", "coverprofile", "cpuprofile", "memprofile", "blockprofile", "mutexprofile", "trace", "outputdir":
 			m.writes = append(m.writes, v)
-		case "modfile", "overlay", "pgo", "pkgdir", "vet":
+		case "modfile", "overlay", "pgo", "pkgdir", "vet", "vettool":
 			if name == "vet" && (v.text == "off" || v.text == "all" || !strings.ContainsAny(v.text, "/.")) {
 				continue
 			}
 			m.unknown("go -" + name)
 		case "ldflags", "gcflags", "asmflags", "gccgoflags":
-			if strings.Contains(v.text, "extld") || strings.Contains(v.text, "-plugin") || strings.Contains(v.text, "importcfg") || !v.lit {
+			// A substitution inside (-X main.commit=$(git rev-parse HEAD))
+			// is analysed on its own; the literal flags are judged here.
+			if strings.Contains(v.text, "extld") || strings.Contains(v.text, "-plugin") || strings.Contains(v.text, "importcfg") {
 				m.unknown("go -" + name + " " + v.text)
 			}
 		case "compiler":
@@ -709,7 +719,7 @@ func dockerModel(m *model, name string, args []arg) {
 		composeModel(m, name+" compose", rest)
 		return
 	case "image", "container", "volume", "network", "system":
-		if len(rest) == 0 || !slices.Contains([]string{"ls", "list", "inspect", "history", "df", "info", "ps"}, rest[0].text) {
+		if len(rest) == 0 || !slices.Contains([]string{"ls", "list", "inspect", "history", "df", "info", "ps", "top", "logs", "stats", "port", "diff"}, rest[0].text) {
 			m.unknown(name + " " + sub)
 		}
 		return
@@ -808,8 +818,8 @@ func composeModel(m *model, name string, args []arg) {
 		}
 		switch n {
 		case "-f", "--file":
-			if val.text == "-" {
-				m.unknown(name + " -f -")
+			if val.text == "-" || strings.Contains(val.text, "://") {
+				m.unknown(name + " -f " + val.text)
 			} else {
 				m.reads = append(m.reads, val)
 			}
@@ -1035,6 +1045,8 @@ func pipModel(m *model, args []arg) {
 		}
 		if strings.Contains(t, "://") || strings.HasPrefix(t, "git+") {
 			m.unknown("pip install " + t)
+		} else if (sub == "install" || sub == "download" || sub == "wheel") && (strings.HasPrefix(t, ".") || strings.HasPrefix(t, "/") || strings.HasPrefix(t, "~")) {
+			m.reads = append(m.reads, a) // a local package: its setup code runs
 		}
 	}
 }

@@ -129,10 +129,13 @@ func candidates(pattern string, deep bool) []string {
 		return nil
 	}
 	base = strings.ToLower(base)
-	if strings.Trim(base, "*?") == "" && !deep {
-		// A bare wildcard ("dist/*") matches what is there, which
-		// globMatches found; naming every secret it could match would
-		// refuse `rm -rf dist/*`.
+	// A pattern that starts with a wildcard ("dist/*", "build/*.json")
+	// matches what is there, which globMatches found; naming every
+	// secret it could match would refuse `rm -rf dist/*`. One that spells
+	// the start of a name (".e*", "cred*", "id_*") names the secrets it
+	// could match, existing or not.
+	wild := !deep && (base == "" || strings.IndexByte("*?[", base[0]) >= 0)
+	if wild {
 		return nil
 	}
 	var out []string

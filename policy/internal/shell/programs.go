@@ -81,7 +81,7 @@ func (w *walker) invoke(argv []arg, wrappers, pipeline []string) error {
 	}
 	// A build tool run in a directory the line itself created or fetched
 	// (git clone x && cd x && make) runs code the gate has not seen.
-	if buildRunner(name) && (w.fetched(w.dirs) || w.wroteBuildFile()) {
+	if buildRunner(name) && (w.fetched(w.dirs) || w.fetched(parents(cmd.Reads)) || w.wroteBuildFile()) {
 		cmd.Inline = true
 	}
 	w.res.Commands = append(w.res.Commands, cmd)
@@ -585,7 +585,18 @@ func inlineCode(name string, args []arg) bool {
 	case "python", "pypy", "python-m":
 		flags = []string{"-c"}
 	case "node", "nodejs", "bun":
-		flags = []string{"-e", "--eval", "-p", "--print", "-r", "--require", "--import"}
+		// -r/--require/--import load a module file (read as a path);
+		// a data: or remote URL there is inline code.
+		for i, a := range args {
+			n, v, _ := strings.Cut(a.text, "=")
+			if (n == "-r" || n == "--require" || n == "--import" || n == "--loader" || n == "--experimental-loader") && v == "" && i+1 < len(args) {
+				v = args[i+1].text
+			}
+			if (n == "-r" || n == "--require" || n == "--import" || n == "--loader" || n == "--experimental-loader") && (strings.Contains(v, ":") && !strings.HasPrefix(v, "node:") || v == "") {
+				return true
+			}
+		}
+		flags = []string{"-e", "--eval", "-p", "--print"}
 	case "perl", "ruby", "lua", "osascript":
 		flags = []string{"-e", "-E"}
 	case "php":
@@ -988,7 +999,9 @@ func pathArgs(name string, args []arg) (reads, writes []arg, dynamic bool) {
 				reads = append(reads, o)
 			}
 		}
-		add(&writes, optValues(args, "o", ""))
+		if name != "go" { // go's single-dash long flags: see goModel
+			add(&writes, optValues(args, "o", ""))
+		}
 		for _, a := range args {
 			if v, ok := strings.CutPrefix(a.text, "-o="); ok {
 				add(&writes, []arg{{text: v, lit: a.lit, glob: a.glob}})
@@ -1007,8 +1020,17 @@ func pathArgs(name string, args []arg) (reads, writes []arg, dynamic bool) {
 		"pip", "pip3", "uv", "poetry", "env", "sudo", "timeout", "nice", "nohup", "time", "exec", "eval", "ps", "pgrep":
 		// Operands are names, options or other programs' arguments.
 		if name == "ls" || name == "tree" || name == "du" || name == "readlink" || name == "realpath" {
+			// They read names and sizes, not contents: a glob stands
+			// for its directory (du -sh * is the working directory).
 			l, _ := lits(operands(args, "IPLw", "--ignore", "--hide"))
-			reads = append(reads, l...)
+			for _, a := range l {
+				if a.glob {
+					if i := strings.IndexAny(a.text, "*?["); i >= 0 {
+						a = arg{text: path.Dir(a.text[:i] + "x"), lit: true}
+					}
+				}
+				reads = append(reads, a)
+			}
 		}
 	default:
 		// Any other program: operands that look like paths are read.
@@ -1403,6 +1425,15 @@ func awkScript(p arg) (writes []string, code bool) {
 		}
 	}
 	return writes, false
+}
+
+// parents returns the directories of paths.
+func parents(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		out = appendUniq(out, path.Dir(p))
+	}
+	return out
 }
 
 // buildRunner reports programs that run the code of the project they run

@@ -18,17 +18,32 @@ import (
 func (w *walker) semantics(f *syntax.File) error {
 	var err error
 	arith := false
+	var refs []string // variables arithmetic evaluates
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if err != nil {
 			return false
 		}
 		switch n := n.(type) {
 		case *syntax.ParamExp:
+			if n.Index != nil {
+				// ${arr[i]}: the subscript is arithmetic.
+				arith = true
+				refs = arithRefs(n.Index, refs)
+			}
 			if n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil && n.Exp.Word.Lit() == "P" {
 				err = &Error{"dynamic_command", "prompt expansion ${…@P} runs the substitutions in a variable's value"}
 			}
-		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause:
+		case *syntax.ArithmExp:
 			arith = true
+			refs = arithRefs(n.X, refs)
+		case *syntax.ArithmCmd:
+			arith = true
+			refs = arithRefs(n.X, refs)
+		case *syntax.LetClause:
+			arith = true
+			for _, e := range n.Exprs {
+				refs = arithRefs(e, refs)
+			}
 		case *syntax.DeclClause:
 			for _, a := range n.Args {
 				if a.Naked && a.Name == nil && a.Value != nil && strings.HasPrefix(a.Value.Lit(), "-") && strings.Contains(a.Value.Lit(), "i") {
@@ -39,12 +54,17 @@ func (w *walker) semantics(f *syntax.File) error {
 			switch n.Op {
 			case syntax.TsEql, syntax.TsNeq, syntax.TsLss, syntax.TsLeq, syntax.TsGtr, syntax.TsGeq:
 				arith = true
+				refs = arithRefs(n.X, refs)
+				refs = arithRefs(n.Y, refs)
 			}
 		case *syntax.CallExpr:
 			for _, a := range n.Args {
 				switch a.Lit() {
 				case "-eq", "-ne", "-lt", "-le", "-gt", "-ge":
 					arith = true
+					for _, b := range n.Args {
+						refs = arithRefs(b, refs)
+					}
 				}
 			}
 		}
@@ -52,6 +72,13 @@ func (w *walker) semantics(f *syntax.File) error {
 	})
 	if err != nil || !arith {
 		return err
+	}
+	for _, name := range refs {
+		// A value read from input (read, printf -v, mapfile) is
+		// unknown: evaluated as arithmetic, it can hold a subscript.
+		if w.inputVars[name] {
+			return &Error{"dynamic_command", "arithmetic evaluates " + name + ", read from input, which can run a substitution in a subscript"}
+		}
 	}
 	for name, vs := range w.vars {
 		for _, v := range vs {
@@ -72,4 +99,26 @@ func subscriptCode(s string) bool {
 	}
 	rest := s[i:]
 	return strings.Contains(rest, "$(") || strings.Contains(rest, "`") || strings.Contains(rest, "${")
+}
+
+// arithRefs appends the names of the variables an arithmetic expression
+// or test operand refers to: $x, ${x} and bare names.
+func arithRefs(n syntax.Node, refs []string) []string {
+	if n == nil {
+		return refs
+	}
+	syntax.Walk(n, func(m syntax.Node) bool {
+		switch m := m.(type) {
+		case *syntax.ParamExp:
+			if m.Param != nil {
+				refs = appendUniq(refs, m.Param.Value)
+			}
+		case *syntax.Word:
+			if l := m.Lit(); l != "" && syntax.ValidName(l) {
+				refs = appendUniq(refs, l)
+			}
+		}
+		return true
+	})
+	return refs
 }

@@ -116,11 +116,13 @@ type walker struct {
 	// also assigned something dynamic (read, $(…)) is in dynVars.
 	vars    map[string][]arg
 	dynVars map[string]bool
-	fixed   map[string]arg                    // one value of a variable, while expanding a word
-	cdpath  bool                              // CDPATH is set: relative cd targets are unknown
-	wrap    []string                          // wrappers around the code being parsed
-	pipe    []string                          // pipeline around the code being parsed
-	onCd    func(dirs []string, certain bool) // set by call: what a cd does to w.dirs
+	// inputVars are set from input: read, mapfile, printf -v, getopts.
+	inputVars map[string]bool
+	fixed     map[string]arg                    // one value of a variable, while expanding a word
+	cdpath    bool                              // CDPATH is set: relative cd targets are unknown
+	wrap      []string                          // wrappers around the code being parsed
+	pipe      []string                          // pipeline around the code being parsed
+	onCd      func(dirs []string, certain bool) // set by call: what a cd does to w.dirs
 }
 
 // stdinSrc is where a command's standard input comes from, when that can
@@ -260,6 +262,10 @@ func (w *walker) prepareVars(c *syntax.CallExpr) {
 		for _, a := range c.Args[1:] {
 			if l := a.Lit(); l != "" && !strings.HasPrefix(l, "-") {
 				w.dynVars[l] = true
+				if w.inputVars == nil {
+					w.inputVars = make(map[string]bool)
+				}
+				w.inputVars[l] = true
 			}
 		}
 	}
