@@ -307,6 +307,7 @@ var gitSubs = map[string]bool{
 	"sparse-checkout": true, "cherry": true, "annotate": true, "verify-commit": true, "verify-tag": true,
 	"interpret-trailers": true, "stripspace": true, "write-tree": true, "show-branch": true, "bundle": true, "lfs": true,
 	"mailinfo": true, "rerere": true, "column": true, "check-ref-format": true, "maintenance": false, "update-ref": true,
+	"symbolic-ref": true, "update-index": true, "repack": true, "pack-refs": true, "merge-tree": true, "mergetool": false,
 }
 
 // gitLong are the long options of the git subcommands whose loss of work
@@ -519,6 +520,16 @@ sub:
 		}
 	case "update-ref":
 		m.unknown("git update-ref")
+	case "symbolic-ref":
+		if len(ops) > 1 || slices.ContainsFunc(rest, func(a arg) bool { return a.text == "-d" || a.text == "--delete" }) {
+			m.unknown("git symbolic-ref") // sets or deletes; one operand only reads
+		}
+	case "update-index":
+		for _, a := range rest {
+			if strings.HasPrefix(a.text, "-") && !strings.HasPrefix(a.text, "--chmod=") && a.text != "--refresh" && a.text != "--really-refresh" && a.text != "-q" && a.text != "--add" {
+				m.unknown("git update-index " + a.text)
+			}
+		}
 	case "lfs":
 		if len(ops) == 0 || !slices.Contains([]string{"pull", "fetch", "ls-files", "status", "track", "untrack", "env", "version", "checkout", "install"}, ops[0].text) {
 			m.unknown("git lfs")
@@ -615,7 +626,9 @@ func goModel(m *model, args []arg) {
 		}
 		return
 	case "tool":
-		if len(ops) > 0 && !slices.Contains([]string{"cover", "pprof", "trace", "nm", "objdump", "addr2line", "buildid", "dist", "fix", "vet", "covdata", "test2json"}, ops[0].text) {
+		// A bare name is a tool the module declares (go.mod tool lines)
+		// or the distribution's; a path or package@version is not.
+		if len(ops) > 0 && (strings.ContainsAny(ops[0].text, "/@.") || !ops[0].lit) {
 			m.unknown("go tool " + ops[0].text)
 		}
 		if len(ops) > 0 && ops[0].text == "cover" {
@@ -897,7 +910,7 @@ func makeModel(m *model, args []arg) {
 				}
 			case c == 'j' || c == 'l' || c == 'O':
 				k = len(t) // -j4, -j with or without a count
-			case strings.IndexByte("BdeikLnpqrRsStw", c) >= 0:
+			case strings.IndexByte("BdeikLnpqrRsStwh", c) >= 0:
 			default:
 				m.unknown("make -" + string(c))
 			}
