@@ -196,3 +196,25 @@ func FuzzPlantedCommands(f *testing.F) {
 		}
 	})
 }
+
+// TestPolicyBeforeIssue22 loads the default policy as docket init wrote it
+// before issue 22: the new actions and context attributes leave it valid,
+// and it permits a build file's WriteBuildFile request as a FileWrite.
+func TestPolicyBeforeIssue22(t *testing.T) {
+	e, err := LoadFiles(filepath.Join("..", "testdata", "policy", "default-before-issue22.cedar"))
+	if err != nil {
+		t.Fatalf("LoadFiles(default-before-issue22.cedar) error: %v", err)
+	}
+	f := newFixture(t)
+	for _, tt := range []struct{ name, tool, input, want string }{
+		{name: "build file", tool: "Write", input: `{"file_path":"Makefile","content":"test:\n\tgo test ./...\n"}`, want: Allow},
+		{name: "planted denied command", tool: "Write", input: `{"file_path":"Makefile","content":"x:\n\trm -rf ~\n"}`, want: Deny},
+		{name: "bash", tool: "Bash", input: bashInput("go test ./... && git status"), want: Allow},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if d := e.Decide(t.Context(), f.call(tt.tool, tt.input)); d.Decision != tt.want {
+				t.Errorf("Decide(%s %s) = %s %s %q, want %s", tt.tool, tt.input, d.Decision, d.Reason, d.Message, tt.want)
+			}
+		})
+	}
+}
