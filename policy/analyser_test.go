@@ -201,7 +201,7 @@ func FuzzPlantedCommands(f *testing.F) {
 // before issue 22: the new actions and context attributes leave it valid,
 // and it permits a build file's WriteBuildFile request as a FileWrite.
 func TestPolicyBeforeIssue22(t *testing.T) {
-	e, err := LoadFiles(filepath.Join("..", "testdata", "policy", "default-before-issue22.cedar"))
+	e, err := LoadFiles(filepath.Join("..", "testdata", "policy", "legacy", "default-before-issue22.cedar"))
 	if err != nil {
 		t.Fatalf("LoadFiles(default-before-issue22.cedar) error: %v", err)
 	}
