@@ -69,6 +69,7 @@ const maxRequests = 1024
 // reservedActions are schema action names that are not tools.
 var reservedActions = map[string]bool{
 	"FileRead": true, "FileWrite": true, "Exec": true, "Network": true, "Mcp": true, "ExecCommand": true,
+	ActionWriteBuildFile: true, ActionWriteAutorunFile: true,
 }
 
 // callEnv is the per-call state: paths, and the entities built for the
@@ -81,6 +82,7 @@ type callEnv struct {
 	realHome, realProject string
 	ents                  types.EntityMap
 	dyn                   map[types.EntityUID]types.Entity // undeclared tool actions
+	hooks                 *[]string                        // the project's core.hooksPath, once read
 }
 
 func (x *callEnv) Get(uid types.EntityUID) (types.Entity, bool) {
@@ -98,6 +100,9 @@ func (x *callEnv) Get(uid types.EntityUID) (types.Entity, bool) {
 type built struct {
 	req      cedar.Request
 	declared bool // the action is in the schema, so the request is validated
+	// planted is the file a command was planted in (a Makefile recipe
+	// written by the call): only a forbid of such a request counts.
+	planted string
 }
 
 type inputError struct{ msg string }
@@ -146,6 +151,21 @@ type toolInput struct {
 	Description  string `json:"description"`
 	URL          string `json:"url"`
 	Prompt       string `json:"prompt"`
+	Content      string `json:"content"`
+	NewString    string `json:"new_string"`
+	NewSource    string `json:"new_source"`
+	Edits        []struct {
+		NewString string `json:"new_string"`
+	} `json:"edits"`
+}
+
+// written returns the text a write or edit puts into the file.
+func (in toolInput) written() string {
+	parts := []string{in.Content, in.NewString, in.NewSource}
+	for _, e := range in.Edits {
+		parts = append(parts, e.NewString)
+	}
+	return strings.Join(parts, "\n")
 }
 
 func str(s string) types.String { return types.String(s) }
@@ -199,6 +219,7 @@ func (x *callEnv) build(c Call) ([]built, error) {
 	}
 	var out []built
 	tooMany := false
+	planted := "" // set while the requests of planted commands are built
 	add := func(action string, resource types.EntityUID, ctx types.Record) {
 		if len(out) >= maxRequests {
 			tooMany = true
@@ -209,15 +230,94 @@ func (x *callEnv) build(c Call) ([]built, error) {
 		out = append(out, built{
 			req:      cedar.Request{Principal: principal, Action: uid, Resource: resource, Context: ctx},
 			declared: declared,
+			planted:  planted,
 		})
 	}
+	var shellReqs func(command string) error
 	fileReq := func(action, p string, viaShell bool) error {
 		uid, err := x.fileEntity(p)
 		if err != nil {
 			return badInput("%s: %v", action, err)
 		}
-		add(action, uid, with(types.RecordMap{"via_shell": types.Boolean(viaShell)}))
+		fctx := with(types.RecordMap{"via_shell": types.Boolean(viaShell)})
+		add(action, uid, fctx)
+		if action == "Read" || action == "Glob" || action == "Grep" || action == "LS" {
+			return nil
+		}
+		// A file that is code: its own action, and the commands its
+		// format says will run analysed like a Bash call.
+		kind := x.codeKind(string(uid.ID))
+		if kind == "" && !viaShell && planted == "" && strings.Contains(in.written(), "//go:generate") {
+			kind = ActionWriteBuildFile // a generator go generate runs
+		}
+		if kind == "" {
+			return nil
+		}
+		add(kind, uid, fctx)
+		if viaShell || planted != "" {
+			return nil
+		}
+		planted = string(uid.ID)
+		defer func() { planted = "" }()
+		for _, c := range plantedCommands(planted, kind, in.written()) {
+			// A command the gate cannot analyse (make's own syntax)
+			// is left to the run that follows; only what it can
+			// analyse and the policy forbids refuses the write.
+			n := len(out)
+			if err := shellReqs(c); err != nil {
+				out = out[:n]
+			}
+		}
 		return nil
+	}
+
+	shellReqs = func(command string) error {
+		cwd := x.cwd
+		if planted != "" {
+			cwd = x.project // planted commands run in the project
+		}
+		sh, err := shell.Analyze(command, x.home, cwd, x.project)
+		if err != nil {
+			return err
+		}
+		files := func(writes, reads []string) error {
+			for _, p := range writes {
+				if err := fileReq("Write", p, true); err != nil {
+					return err
+				}
+			}
+			for _, p := range reads {
+				if err := fileReq("Read", p, true); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		for _, cmd := range sh.Commands {
+			ctx := execContext(cmd)
+			// A program named by its path inside the project is the
+			// project's own code, like its Makefile (./gradlew, ./x.sh);
+			// the file is also a read, so the file rules see it.
+			inProject := len(cmd.ProgramFiles) > 0
+			for _, p := range cmd.ProgramFiles {
+				uid, err := x.fileEntity(p)
+				if err != nil {
+					return badInput("Bash: %v", err)
+				}
+				if v, _ := x.ents[uid].Attributes.Get("in_project"); v != types.Boolean(true) {
+					inProject = false
+				}
+			}
+			ctx["program_in_project"] = types.Boolean(inProject)
+			add("ExecCommand", x.programEntity(cmd), with(ctx))
+			if err := files(nil, cmd.ProgramFiles); err != nil {
+				return err
+			}
+			if err := files(cmd.Writes, cmd.Reads); err != nil {
+				return err
+			}
+		}
+		return files(sh.Writes, sh.Reads)
 	}
 
 	switch name {
@@ -303,33 +403,8 @@ func (x *callEnv) build(c Call) ([]built, error) {
 			"command":     str(in.Command),
 			"description": str(in.Description),
 		}))
-		sh, err := shell.Analyze(in.Command, x.home, x.cwd, x.project)
-		if err != nil {
+		if err := shellReqs(in.Command); err != nil {
 			return nil, err
-		}
-		shellFile := func(action, p string) error { return fileReq(action, p, true) }
-		for _, cmd := range sh.Commands {
-			add("ExecCommand", x.programEntity(cmd), with(execContext(cmd)))
-			for _, p := range cmd.Writes {
-				if err := shellFile("Write", p); err != nil {
-					return nil, err
-				}
-			}
-			for _, p := range cmd.Reads {
-				if err := shellFile("Read", p); err != nil {
-					return nil, err
-				}
-			}
-		}
-		for _, p := range sh.Writes {
-			if err := shellFile("Write", p); err != nil {
-				return nil, err
-			}
-		}
-		for _, p := range sh.Reads {
-			if err := shellFile("Read", p); err != nil {
-				return nil, err
-			}
 		}
 		if tooMany {
 			return nil, badInput("Bash: command line needs more than %d policy requests", maxRequests)
@@ -518,6 +593,7 @@ func execContext(cmd shell.Command) types.RecordMap {
 			sub = a
 		}
 	}
+	flags = appendUniq(flags, cmd.Flags...)
 	line := strings.Join(append([]string{cmd.Path}, cmd.Args...), " ")
 	return types.RecordMap{
 		"command":         str(line),
@@ -534,7 +610,21 @@ func execContext(cmd shell.Command) types.RecordMap {
 		"pipeline":        strSet(cmd.Pipeline),
 		"wrappers":        strSet(cmd.Wrappers),
 		"env":             strSet(cmd.Env),
+		"env_tool":        strSet(toolVars(cmd.Env)),
+		"unmodelled":      strSet(cmd.Unmodelled),
 	}
+}
+
+// toolVars are the variables of env that some program or the shell
+// interprets; the others are applications' settings (DATABASE_URL).
+func toolVars(env []string) []string {
+	var out []string
+	for _, v := range env {
+		if shell.ToolVariable(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 var errNilEngine = errors.New("no policy loaded")

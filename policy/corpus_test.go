@@ -83,7 +83,12 @@ func parseCorpusLine(text string) (corpusCall, error) {
 	c.tool, rest, _ = strings.Cut(rest, " ")
 	switch c.tool {
 	case "Read", "Write", "Edit":
-		c.input = js(map[string]string{"file_path": rest, "content": "x", "old_string": "a", "new_string": "b"})
+		// "@Write PATH <<< CONTENT": the content written (⏎ for newlines).
+		content := "x"
+		if p, text, ok := strings.Cut(rest, " <<< "); ok {
+			rest, content = p, strings.ReplaceAll(text, "⏎", "\n")
+		}
+		c.input = js(map[string]string{"file_path": rest, "content": content, "old_string": "a", "new_string": content})
 	case "Glob":
 		c.input = js(map[string]string{"pattern": rest})
 	case "Grep":
@@ -147,11 +152,11 @@ func engineDecider(e *Engine) corpusDecider {
 func runCorpus(t testing.TB, decide corpusDecider) corpusResult {
 	f := corpusFixture(t)
 	var r corpusResult
-	// MCP inputs name absolute paths (file URIs) through $PROJ and $HOME;
+	// Tool inputs name absolute paths (file URIs) through $PROJ and $HOME;
 	// in a Bash line they are the shell's.
 	dirs := strings.NewReplacer("$PROJ", f.proj, "$HOME", f.home)
 	input := func(c corpusCall) json.RawMessage {
-		if strings.HasPrefix(c.tool, "mcp__") {
+		if c.tool != "Bash" {
 			return json.RawMessage(dirs.Replace(c.input))
 		}
 		return json.RawMessage(c.input)

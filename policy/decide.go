@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -52,6 +53,10 @@ type Request struct {
 	Decision  string   `json:"decision"` // Allow, Deny or RequireApproval
 	PolicyIDs []string `json:"policy_ids"`
 	Errors    []string `json:"errors,omitempty"`
+	// Planted is the file a command was planted in (a Makefile recipe, a
+	// package.json script the call writes): such a request counts only
+	// when a forbid denies it.
+	Planted string `json:"planted,omitempty"`
 
 	req      cedar.Request
 	resource types.Entity
@@ -151,6 +156,7 @@ func (e *Engine) evaluate(ctx context.Context, x *callEnv, reqs []built) Decisio
 			Action:    b.req.Action.String(),
 			Resource:  b.req.Resource.String(),
 			req:       b.req,
+			Planted:   b.planted,
 		}
 		r.resource, _ = x.ents[b.req.Resource]
 		if b.declared && e.validator != nil {
@@ -190,7 +196,7 @@ func (e *Engine) evaluate(ctx context.Context, x *callEnv, reqs []built) Decisio
 			allowIDs = appendUniq(allowIDs, ids...)
 		case len(ids) == 0:
 			r.Decision = Deny
-			if firstDefault == "" {
+			if firstDefault == "" && b.planted == "" {
 				firstDefault = fmt.Sprintf("no policy permits %s on %s", r.Action, r.Resource)
 			}
 		default:
@@ -203,6 +209,9 @@ func (e *Engine) evaluate(ctx context.Context, x *callEnv, reqs []built) Decisio
 			}
 			if allAsk {
 				r.Decision = RequireApproval
+				if b.planted != "" {
+					break // asked about when it runs, if the gate sees it run
+				}
 				askIDs = appendUniq(askIDs, ids...)
 				if firstAsk == "" {
 					firstAsk = e.explain(ids[0], r)
@@ -214,6 +223,9 @@ func (e *Engine) evaluate(ctx context.Context, x *callEnv, reqs []built) Decisio
 						denyIDs = appendUniq(denyIDs, id)
 						if firstDeny == "" {
 							firstDeny = e.explain(id, r)
+							if r.Planted != "" {
+								firstDeny += ", a command the call plants in " + filepath.Base(r.Planted)
+							}
 						}
 					}
 				}

@@ -121,6 +121,10 @@ func FuzzDecideTool(f *testing.F) {
 		{"Grep", `{"pattern":"x","glob":"*.{a,{b,c}}"}`}, {"WebFetch", `{"url":"https://x@y"}`},
 		{"mcp__a__b", `{"k":[1,2]}`}, {"mcp__", `{}`}, {"Write", `{"file_path":"~root/x"}`}, {"Bash", `null`},
 		{"NotebookEdit", `{"notebook_path":"\u0000"}`}, {"Edit", `{"file_path":{}}`},
+		{"Write", `{"file_path":"Makefile","content":"a:\n\t$(shell x)\n"}`},
+		{"Edit", `{"file_path":"package.json","new_string":"\"t\": \"rm -rf ~\""}`},
+		{"MultiEdit", `{"file_path":".husky/pre-commit","edits":[{"new_string":"$(("}]}`},
+		{"Write", `{"file_path":"x.go","content":"//go:generate a 'b"}`},
 	} {
 		f.Add(s[0], s[1])
 	}

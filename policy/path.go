@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cedar-policy/cedar-go/types"
@@ -34,18 +35,39 @@ func (x *callEnv) absPath(p string) (string, error) {
 		if x.home == "" {
 			return "", fmt.Errorf("path %q needs a home directory", p)
 		}
-		return filepath.Clean(x.home + p[1:]), nil
-	}
-	if strings.HasPrefix(p, "~") {
+		p = x.home + "/" + p[1:]
+	} else if strings.HasPrefix(p, "~") {
 		return "", fmt.Errorf("path %q: ~user is not supported", p)
 	}
 	if !filepath.IsAbs(p) {
 		if x.cwd == "" {
 			return "", fmt.Errorf("relative path %q without a working directory", p)
 		}
-		p = filepath.Join(x.cwd, p)
+		p = x.cwd + "/" + p
 	}
-	return filepath.Clean(p), nil
+	return x.links.kernelClean(p), nil
+}
+
+// kernelClean cleans an absolute path the way the kernel walks it: ".."
+// is the parent of what the path so far resolves to, symlinks followed,
+// not the parent as text (src/link/../x is the link target's sibling x).
+// Without ".." components it is filepath.Clean.
+func (r *resolver) kernelClean(p string) string {
+	parts := strings.Split(p, "/")
+	if !slices.Contains(parts, "..") {
+		return filepath.Clean(p)
+	}
+	cur := "/"
+	for _, c := range parts {
+		switch c {
+		case "", ".":
+		case "..":
+			cur = filepath.Dir(r.real(cur, 0))
+		default:
+			cur = filepath.Join(cur, c)
+		}
+	}
+	return cur
 }
 
 // realPath resolves every existing symlink in the clean absolute path p,

@@ -173,6 +173,7 @@ var baseActions = map[string][]string{
 	"FileRead": nil, "FileWrite": nil, "Exec": nil, "Network": nil, "Mcp": nil,
 	"Read": {"FileRead"}, "Glob": {"FileRead"}, "Grep": {"FileRead"}, "LS": {"FileRead"},
 	"Write": {"FileWrite"}, "Edit": {"FileWrite"}, "MultiEdit": {"FileWrite"}, "NotebookEdit": {"FileWrite"},
+	ActionWriteBuildFile: {"FileWrite"}, ActionWriteAutorunFile: {"FileWrite"},
 	"Bash": {"Exec"}, "ExecCommand": {"Exec"},
 	"WebFetch": {"Network"}, "WebSearch": {"Network"},
 	"Task": nil, "TodoWrite": nil, "ExitPlanMode": nil, "BashOutput": nil, "KillShell": nil, "SlashCommand": nil,

@@ -46,6 +46,24 @@ Exit codes:
     0  the policy loads (check); the event was evaluated (eval); a draft was
        printed (suggest, also an empty one)
     2  the policy does not load, or the event is unusable
+
+Files that are code. Writing one adds a request with its own action on the
+file (both actions are in FileWrite; docs/hook.md says why they differ):
+  WriteBuildFile    build, test and package manifests the agent's tools run:
+                    Makefile, *.mk, package.json, build.rs, conftest.py,
+                    setup.py, pyproject.toml, Cargo.toml, CMakeLists.txt,
+                    justfile, .pre-commit-config.yaml, go.mod, *.config.js,
+                    node_modules/.bin/*, .github/workflows/*, Go files with
+                    //go:generate. The default policy allows them.
+  WriteAutorunFile  files that run later outside the agent: .git/hooks/*, the
+                    configured core.hooksPath (.husky/, .githooks/),
+                    .vscode/tasks.json and settings.json, .envrc,
+                    .devcontainer/, *.pth, other agents' configuration
+                    (.gemini/, .codex/, .cursor/, .mcp.json: denied), shell
+                    startup files. The default policy asks.
+Commands the file's format says will run (recipes, scripts, hook bodies,
+entry: lines, //go:generate) are decided like a Bash call; a write planting
+a command the policy forbids is denied.
 `
 
 func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

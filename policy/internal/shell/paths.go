@@ -3,7 +3,10 @@ package shell
 import (
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // maxGlobMatches bounds the files taken from the expansion of one glob.
@@ -38,10 +41,10 @@ func (w *walker) resolve(a arg, deep bool) []string {
 		if w.home == "" {
 			bases = []string{t}
 		} else {
-			bases = []string{filepath.Clean(w.home + t[1:])}
+			bases = []string{join(w.home, t[1:])}
 		}
 	case strings.HasPrefix(t, "/"), strings.HasPrefix(t, "~"):
-		bases = []string{filepath.Clean(t)}
+		bases = []string{join("", t)}
 	default:
 		for _, d := range w.dirs {
 			switch d {
@@ -50,7 +53,7 @@ func (w *walker) resolve(a arg, deep bool) []string {
 			case "":
 				bases = append(bases, t)
 			default:
-				bases = append(bases, filepath.Join(d, t))
+				bases = append(bases, join(d, t))
 			}
 		}
 	}
@@ -66,6 +69,28 @@ func (w *walker) resolve(a arg, deep bool) []string {
 		out = appendUniq(out, candidates(b, deep)...)
 	}
 	return out
+}
+
+// join joins a directory and a path and cleans the result, except that a
+// path with ".." components is left for the gate to resolve the way the
+// kernel does: ".." after a symlink is the parent of the link's target,
+// not of the link (link/../x is not x when link points elsewhere).
+func join(dir, p string) string {
+	if !hasDotDot(p) {
+		if dir == "" {
+			return filepath.Clean(p)
+		}
+		return filepath.Join(dir, p)
+	}
+	if dir == "" {
+		return p
+	}
+	return strings.TrimSuffix(dir, "/") + "/" + strings.TrimPrefix(p, "/")
+}
+
+// hasDotDot reports a path with a ".." component.
+func hasDotDot(p string) bool {
+	return slices.Contains(strings.Split(p, "/"), "..")
 }
 
 // globMatches expands a glob against the file system as bash does: a
@@ -104,6 +129,15 @@ func candidates(pattern string, deep bool) []string {
 		return nil
 	}
 	base = strings.ToLower(base)
+	// A pattern that starts with a wildcard ("dist/*", "build/*.json")
+	// matches what is there, which globMatches found; naming every
+	// secret it could match would refuse `rm -rf dist/*`. One that spells
+	// the start of a name (".e*", "cred*", "id_*") names the secrets it
+	// could match, existing or not.
+	wild := !deep && (base == "" || strings.IndexByte("*?[", base[0]) >= 0)
+	if wild {
+		return nil
+	}
 	var out []string
 	for _, s := range sensitive {
 		name := path.Base(s)
@@ -115,4 +149,77 @@ func candidates(pattern string, deep bool) []string {
 		}
 	}
 	return out
+}
+
+// listedBy returns the files a word that is only $(find …) or
+// $(git ls-files PATTERN…) expands to, as the patterns they match (deep
+// globs under the start paths), so that `wc -l $(git ls-files '*.go')`
+// reads *.go files, not anything.
+func (w *walker) listedBy(x *syntax.Word) ([]arg, bool) {
+	if len(x.Parts) != 1 {
+		return nil, false
+	}
+	cs, ok := x.Parts[0].(*syntax.CmdSubst)
+	if !ok || len(cs.Stmts) != 1 || len(cs.Stmts[0].Redirs) > 0 {
+		return nil, false
+	}
+	c, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok {
+		return nil, false
+	}
+	return w.listed(c)
+}
+
+// listed returns the files a file-listing command prints, as patterns:
+// find's start paths and -name tests (findSelected), git ls-files with
+// pathspecs, ls of literal operands. ok is false for anything else.
+func (w *walker) listed(c *syntax.CallExpr) ([]arg, bool) {
+	if c == nil || len(c.Assigns) > 0 || len(c.Args) == 0 {
+		return nil, false
+	}
+	args := w.words(c.Args)
+	for _, a := range args {
+		if !a.lit {
+			return nil, false
+		}
+	}
+	switch args[0].text {
+	case "find":
+		for _, a := range args[1:] {
+			switch a.text {
+			case "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprintf", "-fls", "-fprint0", "-L", "-follow":
+				return nil, false
+			}
+		}
+		return findSelected(args[1:]), true
+	case "git":
+		if len(args) < 3 || args[1].text != "ls-files" {
+			return nil, false
+		}
+		var out []arg
+		for _, a := range args[2:] {
+			if strings.HasPrefix(a.text, "-") {
+				if a.text != "--" && a.text != "-z" && a.text != "--cached" {
+					return nil, false
+				}
+				continue
+			}
+			// A pathspec without a slash matches at any depth.
+			out = append(out, arg{text: "./" + a.text, lit: true, glob: true, deep: !strings.Contains(a.text, "/")})
+		}
+		return out, len(out) > 0
+	case "ls":
+		var out []arg
+		for _, a := range args[1:] {
+			if strings.HasPrefix(a.text, "-") {
+				if strings.ContainsAny(a.text, "RrlaA") && a.text != "-1" {
+					return nil, false
+				}
+				continue
+			}
+			out = append(out, a)
+		}
+		return out, len(out) > 0
+	}
+	return nil, false
 }

@@ -3,6 +3,7 @@ package shell
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -24,10 +25,9 @@ func (w *walker) invoke(argv []arg, wrappers, pipeline []string) error {
 		return &Error{"dynamic_command", fmt.Sprintf("program name %q is not a command", prog.text)}
 	}
 	args := argv[1:]
-	env := w.assigns
+	env := w.envFor(w.assigns)
 	w.assigns = nil
 	cmd := Command{
-		Env:      env,
 		Name:     name,
 		Path:     prog.text,
 		Args:     texts(args),
@@ -39,6 +39,7 @@ func (w *walker) invoke(argv []arg, wrappers, pipeline []string) error {
 			cmd.Dynamic = true
 		}
 	}
+	w.commandEnv(&cmd, env)
 	cmd.Inline = inlineCode(name, args)
 	cmd.StdinCode = w.codeOnStdin(name, args)
 	reads, writes, dyn := pathArgs(name, args)
@@ -52,19 +53,47 @@ func (w *walker) invoke(argv []arg, wrappers, pipeline []string) error {
 	for _, a := range findTargets(name, args) {
 		cmd.Writes = append(cmd.Writes, w.resolve(a, true)...)
 	}
+	mdl := programModel(name, args)
+	cmd.Unmodelled = mdl.unmodelled
+	cmd.Flags = mdl.flags
+	for _, set := range []struct {
+		dst *[]string
+		as  []arg
+	}{{&cmd.Reads, mdl.reads}, {&cmd.Writes, mdl.writes}} {
+		l, d := lits(set.as)
+		cmd.DynamicPaths = cmd.DynamicPaths || d
+		for _, a := range l {
+			*set.dst = append(*set.dst, w.resolve(a, false)...)
+		}
+	}
 	if name == "xargs" || name == "parallel" {
 		cmd.DynamicPaths = false // the command it runs gets the input
 	}
 	// A script the line itself writes and then runs is code the gate has
 	// not seen: `echo … > x.sh && bash x.sh`, `./x.sh`.
+	if strings.Contains(prog.text, "/") {
+		// A program named by its path: the file is read (and run).
+		cmd.ProgramFiles = w.resolve(prog, false)
+	}
 	if strings.Contains(prog.text, "/") && w.written(w.resolve(prog, false)) ||
 		isShellOrInterpreter(name) && len(reads) > 0 && w.written(cmd.Reads) {
+		cmd.Inline = true
+	}
+	// A build tool run in a directory the line itself created or fetched
+	// (git clone x && cd x && make) runs code the gate has not seen.
+	if buildRunner(name) && (w.fetched(w.dirs) || w.fetched(parents(cmd.Reads)) || w.wroteBuildFile()) {
 		cmd.Inline = true
 	}
 	w.res.Commands = append(w.res.Commands, cmd)
 
 	inner := append(append([]string(nil), wrappers...), name)
 	switch name {
+	case "set":
+		w.setOptions(args)
+		return nil
+	case "source", ".":
+		w.sourced(args)
+		return nil
 	case "cd", "pushd", "popd", "chdir":
 		w.cd(name, skipOpts(args, "", nil))
 		return nil
@@ -113,7 +142,11 @@ func (w *walker) invoke(argv []arg, wrappers, pipeline []string) error {
 		if len(rest) == 0 {
 			return nil
 		}
-		// The command gets arguments from stdin: they are unknown.
+		// The command gets arguments from stdin: they are unknown,
+		// unless a file-listing command prints them (find … | xargs).
+		if files, ok := w.listed(w.stdin.from); ok && w.stdin.text == nil {
+			return w.invoke(append(rest[:len(rest):len(rest)], files...), inner, pipeline)
+		}
 		rest = append(rest[:len(rest):len(rest)], arg{text: "$(stdin)"})
 		return w.invoke(rest, inner, pipeline)
 	case "timeout":
@@ -297,11 +330,11 @@ func (w *walker) env(args []arg, inner, pipeline []string) error {
 
 func (w *walker) skipAssigns(args []arg) []arg {
 	for len(args) > 0 {
-		name, _, ok := strings.Cut(args[0].text, "=")
+		name, val, ok := strings.Cut(args[0].text, "=")
 		if !ok || name == "" || strings.ContainsAny(name, "/ ") {
 			break
 		}
-		w.assigns = appendUniq(w.assigns, name)
+		w.assigns = append(w.assigns, envVar{name: name, val: arg{text: val, lit: args[0].lit}, hasVal: true})
 		args = args[1:]
 	}
 	return args
@@ -411,7 +444,14 @@ func (w *walker) chdir(a arg) []string {
 	case w.cdpath && !strings.HasPrefix(a.text, "/") && !strings.HasPrefix(a.text, ".") && !strings.HasPrefix(a.text, "~"):
 		return []string{unknownDir}
 	}
-	return w.resolve(a, false)
+	// bash's cd is logical: "dir/.." is dir's parent as text.
+	dirs := w.resolve(a, false)
+	for i, d := range dirs {
+		if d != unknownDir && strings.HasPrefix(d, "/") {
+			dirs[i] = filepath.Clean(d)
+		}
+	}
+	return dirs
 }
 
 // codeOnStdin reports a shell, interpreter or source whose program comes
@@ -545,7 +585,18 @@ func inlineCode(name string, args []arg) bool {
 	case "python", "pypy", "python-m":
 		flags = []string{"-c"}
 	case "node", "nodejs", "bun":
-		flags = []string{"-e", "--eval", "-p", "--print", "-r", "--require", "--import"}
+		// -r/--require/--import load a module file (read as a path);
+		// a data: or remote URL there is inline code.
+		for i, a := range args {
+			n, v, _ := strings.Cut(a.text, "=")
+			if (n == "-r" || n == "--require" || n == "--import" || n == "--loader" || n == "--experimental-loader") && v == "" && i+1 < len(args) {
+				v = args[i+1].text
+			}
+			if (n == "-r" || n == "--require" || n == "--import" || n == "--loader" || n == "--experimental-loader") && (strings.Contains(v, ":") && !strings.HasPrefix(v, "node:") || v == "") {
+				return true
+			}
+		}
+		flags = []string{"-e", "--eval", "-p", "--print"}
 	case "perl", "ruby", "lua", "osascript":
 		flags = []string{"-e", "-E"}
 	case "php":
@@ -589,7 +640,7 @@ func inlineCode(name string, args []arg) bool {
 		for i, a := range args {
 			t := a.text
 			switch {
-			case t == "--exec" || t == "-x" || strings.HasPrefix(t, "--exec=") || t == "--extcmd" || strings.HasPrefix(t, "--extcmd=") ||
+			case t == "--exec" || t == "-x" && slices.ContainsFunc(args[:i], func(a arg) bool { return a.text == "rebase" }) || strings.HasPrefix(t, "--exec=") || t == "--extcmd" || strings.HasPrefix(t, "--extcmd=") ||
 				strings.HasPrefix(t, "--config-env") || strings.HasPrefix(t, "--upload-pack") || strings.HasPrefix(t, "--receive-pack") ||
 				t == "-u" && i > 0 && args[0].text == "clone":
 				return true
@@ -948,7 +999,9 @@ func pathArgs(name string, args []arg) (reads, writes []arg, dynamic bool) {
 				reads = append(reads, o)
 			}
 		}
-		add(&writes, optValues(args, "o", ""))
+		if name != "go" { // go's single-dash long flags: see goModel
+			add(&writes, optValues(args, "o", ""))
+		}
 		for _, a := range args {
 			if v, ok := strings.CutPrefix(a.text, "-o="); ok {
 				add(&writes, []arg{{text: v, lit: a.lit, glob: a.glob}})
@@ -967,8 +1020,17 @@ func pathArgs(name string, args []arg) (reads, writes []arg, dynamic bool) {
 		"pip", "pip3", "uv", "poetry", "env", "sudo", "timeout", "nice", "nohup", "time", "exec", "eval", "ps", "pgrep":
 		// Operands are names, options or other programs' arguments.
 		if name == "ls" || name == "tree" || name == "du" || name == "readlink" || name == "realpath" {
+			// They read names and sizes, not contents: a glob stands
+			// for its directory (du -sh * is the working directory).
 			l, _ := lits(operands(args, "IPLw", "--ignore", "--hide"))
-			reads = append(reads, l...)
+			for _, a := range l {
+				if a.glob {
+					if i := strings.IndexAny(a.text, "*?["); i >= 0 {
+						a = arg{text: path.Dir(a.text[:i] + "x"), lit: true}
+					}
+				}
+				reads = append(reads, a)
+			}
 		}
 	default:
 		// Any other program: operands that look like paths are read.
@@ -1134,7 +1196,12 @@ sub:
 	// Blobs named REV:PATH or :PATH are read.
 	for _, a := range ops {
 		if j := strings.IndexByte(a.text, ':'); j >= 0 && !strings.Contains(a.text, "://") && j+1 < len(a.text) {
-			reads = append(reads, rel([]arg{{text: a.text[j+1:], lit: a.lit}})...)
+			p := a.text[j+1:]
+			// :N:PATH names PATH at stage N of the index.
+			if j == 0 && len(p) > 2 && p[0] >= '0' && p[0] <= '3' && p[1] == ':' {
+				p = p[2:]
+			}
+			reads = append(reads, rel([]arg{{text: p, lit: a.lit}})...)
 		}
 	}
 	switch sub {
@@ -1360,12 +1427,99 @@ func awkScript(p arg) (writes []string, code bool) {
 	return writes, false
 }
 
+// parents returns the directories of paths.
+func parents(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		out = appendUniq(out, path.Dir(p))
+	}
+	return out
+}
+
+// buildRunner reports programs that run the code of the project they run
+// in: its build, test and package manifests.
+func buildRunner(name string) bool {
+	switch name {
+	case "make", "gmake", "npm", "pnpm", "yarn", "bun", "cargo", "go", "pytest", "tox", "nox", "gradle", "mvn", "bundle",
+		"rake", "pip", "pip3", "uv", "poetry", "cmake", "ninja", "meson", "bazel", "npx", "just", "task", "pre-commit":
+		return true
+	}
+	return false
+}
+
+// buildFileNames are base names (lower case) of build, test and package
+// manifests: the code a build runner runs.
+var buildFileNames = map[string]bool{
+	"makefile": true, "gnumakefile": true, "package.json": true, "build.rs": true, "conftest.py": true, "setup.py": true,
+	"setup.cfg": true, "pyproject.toml": true, "noxfile.py": true, "tox.ini": true, "cargo.toml": true, "cmakelists.txt": true,
+	"build.gradle": true, "build.gradle.kts": true, "settings.gradle": true, "settings.gradle.kts": true, "pom.xml": true,
+	"rakefile": true, "gemfile": true, "justfile": true, "taskfile.yml": true, "taskfile.yaml": true, ".pre-commit-config.yaml": true,
+	"go.mod": true, "build.zig": true, "meson.build": true, "build.sbt": true, "deno.json": true, "bunfig.toml": true,
+	"pytest.ini": true, ".npmrc": true, ".yarnrc.yml": true, "lefthook.yml": true, ".lintstagedrc": true,
+}
+
+// BuildFile reports whether the slash-separated path p (relative to the
+// project, or absolute) names a build, test or package manifest, a
+// program installed under node_modules/.bin, or a JavaScript tool's
+// configuration loaded as code (vite.config.ts, .eslintrc.cjs).
+func BuildFile(p string) bool {
+	p = strings.ToLower(p)
+	base := path.Base(p)
+	if buildFileNames[base] || strings.HasSuffix(base, ".mk") || strings.HasPrefix(p, "node_modules/.bin/") || strings.Contains(p, "/node_modules/.bin/") {
+		return true
+	}
+	ext := path.Ext(base)
+	switch ext {
+	case ".js", ".cjs", ".mjs", ".ts", ".cts", ".mts":
+		stem := strings.TrimSuffix(base, ext)
+		return strings.HasSuffix(stem, ".config") || strings.HasPrefix(stem, ".") && strings.HasSuffix(stem, "rc")
+	}
+	return false
+}
+
+// wroteBuildFile reports whether the line wrote a build manifest before
+// this point: `echo … > Makefile && make` runs code the gate has not seen.
+func (w *walker) wroteBuildFile() bool {
+	for _, p := range w.res.Writes {
+		if BuildFile(p) {
+			return true
+		}
+	}
+	for _, c := range w.res.Commands {
+		if c.Name == "mkdir" {
+			continue
+		}
+		for _, p := range c.Writes {
+			if BuildFile(p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // isShellOrInterpreter reports programs that run a script file operand.
 func isShellOrInterpreter(name string) bool {
 	switch strings.TrimRight(name, "0123456789.") {
 	case "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "rbash", "source", ".",
 		"python", "pypy", "node", "nodejs", "perl", "ruby", "php", "lua", "bun", "deno", "Rscript":
 		return true
+	}
+	return false
+}
+
+// fetched reports whether the line, before this point, cloned, unpacked
+// or downloaded into one of dirs (anything but creating it empty).
+func (w *walker) fetched(dirs []string) bool {
+	for _, c := range w.res.Commands {
+		if c.Name == "mkdir" || c.Name == "touch" {
+			continue
+		}
+		for _, d := range dirs {
+			if slices.Contains(c.Writes, d) {
+				return true
+			}
+		}
 	}
 	return false
 }

@@ -50,10 +50,13 @@ type arg struct {
 
 // Command is one simple command found in a command line, after unwrapping.
 type Command struct {
-	Name    string   // base name of the program ("rm")
-	Path    string   // program as written after unquoting ("/bin/rm")
-	Args    []string // arguments after the program
-	Dynamic bool     // some argument is not a literal
+	Name string // base name of the program ("rm")
+	Path string // program as written after unquoting ("/bin/rm")
+	// ProgramFiles are the files the program may be when it is named by a
+	// path (./gradlew, scripts/test.sh), resolved like Reads.
+	ProgramFiles []string
+	Args         []string // arguments after the program
+	Dynamic      bool     // some argument is not a literal
 	// DynamicPaths is set when an argument the program takes as a file is
 	// only known at run time ("$F", $(…), xargs input).
 	DynamicPaths bool
@@ -63,7 +66,16 @@ type Command struct {
 	StdinCode bool
 	Pipeline  []string // programs in the same pipeline or substitutions feeding it
 	Wrappers  []string // wrappers unwrapped to reach it
-	Env       []string // variables assigned for it (X=1 cmd, env X=1 cmd)
+	// Env names the variables set for it: X=1 cmd, env X=1 cmd, and
+	// those the line exported before it (see env.go).
+	Env []string
+	// Unmodelled names what the analyser does not model of this call: an
+	// option, subcommand or option value of a program it otherwise
+	// understands ("git send-email", "--outp"). The policy asks about it.
+	Unmodelled []string
+	// Flags are the canonical names of long options the program model
+	// resolved from an abbreviation (--hard for `git reset --har`).
+	Flags []string
 	// Reads and Writes are the files it reads and writes, deletes or
 	// changes: absolute and clean, resolved against the directory the
 	// command runs in (a path under a directory only known at run time is
@@ -90,9 +102,13 @@ type walker struct {
 	depth   int
 	names   map[*syntax.CallExpr][]string // program names per call, for pipeline context
 	pipes   map[*syntax.CallExpr][]string // programs piped into or around a call
-	assigns []string                      // assignments for the next invoke
-	stdinOf map[*syntax.CallExpr]stdinSrc
-	stdin   stdinSrc // of the call being unwrapped
+	assigns []envVar                      // assignments for the next invoke
+	// exported are the variables the line exported so far (export,
+	// declare -x, set -a, a sourced file): every later command has them.
+	exported  []envVar
+	allexport bool // set -a is on
+	stdinOf   map[*syntax.CallExpr]stdinSrc
+	stdin     stdinSrc // of the call being unwrapped
 	// dirs are the directories the next command may run in.
 	dirs  []string
 	stack [][]string // pushd
@@ -100,19 +116,22 @@ type walker struct {
 	// also assigned something dynamic (read, $(…)) is in dynVars.
 	vars    map[string][]arg
 	dynVars map[string]bool
-	fixed   map[string]arg                    // one value of a variable, while expanding a word
-	cdpath  bool                              // CDPATH is set: relative cd targets are unknown
-	wrap    []string                          // wrappers around the code being parsed
-	pipe    []string                          // pipeline around the code being parsed
-	onCd    func(dirs []string, certain bool) // set by call: what a cd does to w.dirs
+	// inputVars are set from input: read, mapfile, printf -v, getopts.
+	inputVars map[string]bool
+	fixed     map[string]arg                    // one value of a variable, while expanding a word
+	cdpath    bool                              // CDPATH is set: relative cd targets are unknown
+	wrap      []string                          // wrappers around the code being parsed
+	pipe      []string                          // pipeline around the code being parsed
+	onCd      func(dirs []string, certain bool) // set by call: what a cd does to w.dirs
 }
 
 // stdinSrc is where a command's standard input comes from, when that can
 // be code for a shell or interpreter.
 type stdinSrc struct {
-	pipe bool         // a pipe: whatever the upstream command prints
-	doc  *syntax.Word // a here-document or here-string
-	text *arg         // literal text piped in (echo '…' | sh)
+	pipe bool             // a pipe: whatever the upstream command prints
+	doc  *syntax.Word     // a here-document or here-string
+	text *arg             // literal text piped in (echo '…' | sh)
+	from *syntax.CallExpr // the simple command piped in, when it is one
 }
 
 // Analyze parses a bash command line and returns every simple command
@@ -150,6 +169,9 @@ func (w *walker) parse(src string, wrappers, pipeline []string) (err error) {
 		return &Error{"parse_error", "cannot parse shell command: " + strings.Join(strings.Fields(perr.Error()), " ")}
 	}
 	w.prepare(f)
+	if err := w.semantics(f); err != nil {
+		return err
+	}
 	_, err = w.stmts(f.Stmts)
 	return err
 }
@@ -240,6 +262,10 @@ func (w *walker) prepareVars(c *syntax.CallExpr) {
 		for _, a := range c.Args[1:] {
 			if l := a.Lit(); l != "" && !strings.HasPrefix(l, "-") {
 				w.dynVars[l] = true
+				if w.inputVars == nil {
+					w.inputVars = make(map[string]bool)
+				}
+				w.inputVars[l] = true
 			}
 		}
 	}
@@ -306,6 +332,8 @@ func (w *walker) command(c syntax.Command) ([]string, error) {
 			if ok, err = w.call(c); err != nil {
 				return nil, err
 			}
+		} else {
+			w.assignOnly(c)
 		}
 		for _, a := range c.Assigns {
 			if err := w.substs(a); err != nil {
@@ -427,7 +455,10 @@ func (w *walker) command(c syntax.Command) ([]string, error) {
 		_, err := w.stmt(c.Stmt)
 		w.dirs = before
 		return before, err
-	default: // declarations, tests, arithmetic: only their substitutions run
+	case *syntax.DeclClause:
+		w.decl(c)
+		return before, w.substs(c)
+	default: // tests, arithmetic: only their substitutions run
 		return before, w.substs(c)
 	}
 }
@@ -564,9 +595,10 @@ func (w *walker) markPiped(b *syntax.BinaryCmd) {
 			return true
 		}
 		text := w.printed(p.X)
+		from, _ := p.X.Cmd.(*syntax.CallExpr)
 		syntax.Walk(p.Y, func(n syntax.Node) bool {
 			if c, ok := n.(*syntax.CallExpr); ok {
-				w.setStdin(c, func(s *stdinSrc) { s.pipe = true; s.text = text })
+				w.setStdin(c, func(s *stdinSrc) { s.pipe = true; s.text = text; s.from = from })
 			}
 			return true
 		})
@@ -630,7 +662,7 @@ func (w *walker) call(c *syntax.CallExpr) ([]string, error) {
 	}
 	for _, a := range c.Assigns {
 		if a.Name != nil {
-			w.assigns = appendUniq(w.assigns, a.Name.Value)
+			w.assigns = append(w.assigns, w.envVar(a))
 		}
 	}
 	before := w.dirs
@@ -674,6 +706,10 @@ func (w *walker) words(ws []*syntax.Word) []arg {
 		}
 		if i == 0 {
 			out = append(out, w.word(x))
+			continue
+		}
+		if files, ok := w.listedBy(x); ok {
+			out = append(out, files...)
 			continue
 		}
 		out = append(out, w.values(x)...)
