@@ -177,6 +177,7 @@ var baseActions = map[string][]string{
 	"Bash": {"Exec"}, "ExecCommand": {"Exec"},
 	"WebFetch": {"Network"}, "WebSearch": {"Network"},
 	"Task": nil, "TodoWrite": nil, "ExitPlanMode": nil, "BashOutput": nil, "KillShell": nil, "SlashCommand": nil,
+	"Agent": nil, "TaskCreate": nil, "TaskGet": nil, "TaskUpdate": nil, "TaskList": nil, "TaskStop": nil, "TaskOutput": nil, "EnterPlanMode": nil, "AskUserQuestion": nil,
 	"mcp__ide": {"Mcp"}, "mcp__ide__getDiagnostics": {"mcp__ide", "Mcp"}, "mcp__ide__executeCode": {"mcp__ide", "Mcp"},
 }
 
