@@ -24,6 +24,8 @@ type fixture struct {
 	Dir      string // the still, cosigned copy
 	Verifier *c2sp.ProofVerifier
 	Issuers  []*tlogtest.Issuer
+	VKey     string // the log's key
+	Policy   string // the witness policy
 }
 
 // newFixture builds a log of n entries from issuers issuers: sessions of
@@ -68,13 +70,22 @@ func newFixture(t testing.TB, n, issuers int) *fixture {
 			calls[which]++
 			r = f.call(is, sess, i, at, &no)
 		}
+		// Keep only each session's head: a large fixture does not hold
+		// every receipt in memory.
+		if s := is.Sessions[sess]; s != nil {
+			s.All = s.All[len(s.All)-1:]
+		}
+		if _, ok := open[which]; !ok {
+			delete(is.Sessions, sess)
+		}
 		batch = append(batch, is.Leaf(r))
 		if len(batch) == 4096 {
 			flush()
 		}
 	}
 	flush()
-	f.Dir, f.Verifier = cosigned(t, l, k)
+	f.Dir, f.Verifier, f.Policy = cosigned(t, l, k)
+	f.VKey = k.VKey
 	return f
 }
 
@@ -116,7 +127,7 @@ func (f *fixture) call(is *tlogtest.Issuer, sess string, i int, at string, no *b
 
 // cosigned copies the log's storage and has two of three witnesses cosign
 // its checkpoint; it returns the copy and a verifier with the policy.
-func cosigned(t testing.TB, l *tlogtest.POSIXLog, k tlogtest.KeyPair) (string, *c2sp.ProofVerifier) {
+func cosigned(t testing.TB, l *tlogtest.POSIXLog, k tlogtest.KeyPair) (string, *c2sp.ProofVerifier, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "log")
 	if err := os.CopyFS(dir, os.DirFS(l.Dir)); err != nil {
@@ -158,7 +169,7 @@ func cosigned(t testing.TB, l *tlogtest.POSIXLog, k tlogtest.KeyPair) (string, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir, v
+	return dir, v, policy
 }
 
 // dirFetcher reads a log's storage directory.

@@ -131,23 +131,46 @@ func (e *Explorer) cycle(ctx context.Context) error {
 	// The prefix verified so far is consistent with the new checkpoint:
 	// show it at once, with how far verification has got.
 	e.publish(&view{size: v.size, hashes: v.hashes, cp: raw, cpInfo: cp, target: cp.Size})
-	for from := v.size; from < cp.Size; {
-		end := min(cp.Size, (from/chunk+1)*chunk)
-		rows, err := e.scan(ctx, from, end, cp.Size, rng)
-		if err != nil {
-			return &refreshError{"the log's entries could not be read or do not verify", err}
-		}
-		if err := consistent(); err != nil {
-			return err
-		}
-		st := &state{size: end, cp: raw, hashes: rng.Hashes()}
-		if err := e.idx.commit(ctx, rows, st); err != nil {
-			return fmt.Errorf("writing the explorer index: %w", err)
-		}
-		e.publish(&view{size: end, hashes: st.hashes, cp: raw, cpInfo: cp, target: cp.Size})
-		from = end
+	// Each chunk is committed while the next one is verified.
+	type pending struct {
+		rows []*row
+		st   *state
 	}
-	return nil
+	commits := make(chan pending, 1)
+	committed := make(chan error, 1)
+	go func() {
+		for p := range commits {
+			if err := e.idx.commit(ctx, p.rows, p.st); err != nil {
+				committed <- fmt.Errorf("writing the explorer index: %w", err)
+				for range commits {
+				}
+				return
+			}
+			e.publish(&view{size: p.st.size, hashes: p.st.hashes, cp: raw, cpInfo: cp, target: cp.Size})
+		}
+		committed <- nil
+	}()
+	err = func() error {
+		defer close(commits)
+		for from := v.size; from < cp.Size; {
+			end := min(cp.Size, (from/chunk+1)*chunk)
+			rows, err := e.scan(ctx, from, end, cp.Size, rng)
+			if err != nil {
+				return &refreshError{"the log's entries could not be read or do not verify", err}
+			}
+			if err := consistent(); err != nil {
+				return err
+			}
+			select {
+			case commits <- pending{rows, &state{size: end, cp: raw, hashes: rng.Hashes()}}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			from = end
+		}
+		return nil
+	}()
+	return errors.Join(err, <-committed)
 }
 
 // noteWitnesses records, for each witness of the policy that cosigned raw,

@@ -46,6 +46,7 @@ CREATE INDEX IF NOT EXISTS entries_session ON entries (session, seq, idx);
 CREATE TABLE IF NOT EXISTS hourly (
 	hour INTEGER NOT NULL, issuer INTEGER NOT NULL, outcome TEXT NOT NULL, n INTEGER NOT NULL,
 	PRIMARY KEY (hour, issuer, outcome)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kinds (kind TEXT PRIMARY KEY, n INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS witnesses (name TEXT PRIMARY KEY, size INTEGER NOT NULL);
 `
 
@@ -200,7 +201,7 @@ func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
 	}
 	defer tx.Rollback()
 	w := &writer{ctx: ctx, tx: tx, issuers: map[string]int64{}, sessions: map[sessKey]*sessionState{},
-		counts: map[int64]*issuerCounts{}, hours: map[hourKey]int64{}}
+		counts: map[int64]*issuerCounts{}, hours: map[hourKey]int64{}, kinds: map[string]int64{}}
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO entries (idx, leaf, hash, issuer, session, seq, iseq, kind, event, tool, decision, reason,
 		policies, at, issued, prev, dech, enforced, hw, err) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
@@ -208,6 +209,10 @@ func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
 	}
 	defer ins.Close()
 	for _, r := range rows {
+		w.kinds[r.Kind]++
+		if r.Kind == kindDecision && !r.Enforced {
+			w.kinds[notEnforced]++
+		}
 		var issuer, session any
 		if r.Kind != kindBad {
 			iid, err := w.issuer(r.Issuer)
@@ -294,6 +299,29 @@ type writer struct {
 	sessions map[sessKey]*sessionState
 	counts   map[int64]*issuerCounts
 	hours    map[hourKey]int64
+	kinds    map[string]int64
+}
+
+// notEnforced counts, in the kinds table, decisions not enforced.
+const notEnforced = "decision-not-enforced"
+
+// kindCounts returns how many entries of each kind the index holds.
+func (x *index) kindCounts(ctx context.Context) (map[string]int64, error) {
+	rows, err := x.db.QueryContext(ctx, `SELECT kind, n FROM kinds`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			return nil, err
+		}
+		out[k] = n
+	}
+	return out, rows.Err()
 }
 
 func (w *writer) issuer(kid string) (int64, error) {
@@ -366,6 +394,11 @@ func (w *writer) flush() error {
 	for id, c := range w.counts {
 		if _, err := w.tx.ExecContext(w.ctx, `UPDATE issuers SET n = n + ?, allow_n = allow_n + ?, deny_n = deny_n + ?, ask_n = ask_n + ? WHERE id = ?`,
 			c.n, c.allow, c.deny, c.ask, id); err != nil {
+			return err
+		}
+	}
+	for k, n := range w.kinds {
+		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO kinds (kind, n) VALUES (?, ?) ON CONFLICT (kind) DO UPDATE SET n = n + excluded.n`, k, n); err != nil {
 			return err
 		}
 	}

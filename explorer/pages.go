@@ -580,16 +580,12 @@ func (e *Explorer) home(w http.ResponseWriter, r *http.Request) {
 		e.dbError(w, err)
 		return
 	}
-	var findings struct{ Bad, Unmediated, NotEnforced int64 }
-	err = e.idx.db.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM entries WHERE kind = 'bad' AND idx < ?1),
-		(SELECT count(*) FROM entries WHERE kind = 'unmediated' AND idx < ?1),
-		(SELECT count(*) FROM entries WHERE kind = 'decision' AND enforced = 0 AND idx < ?1)`, v.size).
-		Scan(&findings.Bad, &findings.Unmediated, &findings.NotEnforced)
+	kinds, err := e.idx.kindCounts(ctx)
 	if err != nil {
 		e.dbError(w, err)
 		return
 	}
+	findings := struct{ Bad, Unmediated, NotEnforced int64 }{kinds[kindBad], kinds[kindUnmediated], kinds[notEnforced]}
 	render(w, code, "home", map[string]any{
 		"Progress": progressOf(v, st), "Checkpoint": v.cpInfo, "Witnessed": e.cfg.Verifier.Witnessed(),
 		"Root": hex.EncodeToString(v.cpInfo.Root), "Note": string(v.cp), "List": list, "Witnesses": witnesses, "Quorum": quorum,
