@@ -1,9 +1,13 @@
 package explorer
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -582,4 +586,66 @@ func TestLargeIssuerPage(t *testing.T) {
 	if code != 200 || err != nil || s2.Entries != 105 || h.Get("Link") != "" {
 		t.Fatalf("index page 2 = %d: %+v, %v, Link %q", code, s2, err, h.Get("Link"))
 	}
+}
+
+// TestEvidencePage: a finding's evidence given to the explorer is checked
+// with the log key and its entries linked to their pages; evidence that
+// does not verify is answered with 422, and input that is not evidence
+// with 400.
+func TestEvidencePage(t *testing.T) {
+	k := tlogtest.NewKeyPair(t, "example.com/evidence")
+	l := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	is := tlogtest.NewIssuer(t)
+	bad := `{"not":"an entry"}`
+	l.Add(t, is.Leaf(is.Start("s")), []byte(bad))
+	v, _ := c2sp.NewProofVerifier(k.VKey, nil)
+	e, srv := newExplorer(t, audit.FileFetcher{Root: l.Dir}, v, "")
+	if err := e.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cur := e.view.Load()
+	hashes, err := e.inclusion(t.Context(), 1, cur.cpInfo.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := audit.Evidence{Kind: audit.KindBadEntry, Checkpoint: string(cur.cp), Entries: []audit.EvidenceEntry{{Index: 1, Leaf: bad}}}
+	for _, h := range hashes {
+		ev.Entries[0].InclusionProof = append(ev.Entries[0].InclusionProof, base64.StdEncoding.EncodeToString(h))
+	}
+	good, _ := json.Marshal(ev)
+	ev.Entries[0].Leaf = `{"not":"an entry!"}`
+	altered, _ := json.Marshal(ev)
+	for _, tt := range []struct {
+		name, body string
+		want       int
+		says       []string
+	}{
+		{"evidence as written", string(good), 200, []string{`id="evidence-verdict"`, "Verified with the log key", `<a href="/entry/1">entry 1</a>`, "the same leaf"}},
+		{"an altered leaf", string(altered), 422, []string{"does not prove it"}},
+		{"not evidence", `{"kind":"bad_entry","extra":1}`, 400, []string{"evidence does not verify"}},
+		{"nothing", "", 400, []string{"no evidence file"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var form bytes.Buffer
+			mw := multipart.NewWriter(&form)
+			fw, _ := mw.CreateFormFile("file", "evidence.json")
+			fw.Write([]byte(tt.body))
+			mw.Close()
+			resp, err := http.Post(srv.URL+"/evidence", mw.FormDataContentType(), &form)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("POST /evidence = %d, want %d:\n%s", resp.StatusCode, tt.want, b)
+			}
+			for _, s := range tt.says {
+				if !strings.Contains(string(b), s) {
+					t.Errorf("POST /evidence lacks %q:\n%s", s, b)
+				}
+			}
+		})
+	}
+	get(t, srv.URL+"/evidence", 200)
 }

@@ -59,6 +59,8 @@ func (e *Explorer) routes() {
 	m.HandleFunc("GET /session/{id}/receipts.jsonl", e.sessionDownload)
 	m.HandleFunc("GET /search", e.search)
 	m.HandleFunc("GET /search.jsonl", e.searchDownload)
+	m.HandleFunc("GET /evidence", e.evidence)
+	m.HandleFunc("POST /evidence", e.evidence)
 	m.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 }
 
