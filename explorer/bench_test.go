@@ -87,6 +87,9 @@ func BenchmarkExplore(b *testing.B) {
 			b.ReportMetric(p99, pg.name+"-p99-ms")
 		}
 		b.ReportMetric(float64(p.stop(b))/1024, "cold-peak-RSS-MB")
+		if fi, err := os.Stat(filepath.Join(state, "explorer.db")); err == nil {
+			b.ReportMetric(float64(fi.Size())/float64(n), "index-bytes/entry")
+		}
 		p = run("restart")
 		b.ReportMetric(float64(p.stop(b))/1024, "restart-peak-RSS-MB")
 	}
