@@ -79,6 +79,9 @@ func (e *Explorer) cycle(ctx context.Context) error {
 			return &refreshError{fmt.Sprintf("the log signed two roots for size %d", cp.Size), errors.New("fork")}
 		}
 	}
+	if bytes.Equal(raw, v.cp) && v.size == cp.Size {
+		return nil // nothing new, not even a cosignature
+	}
 	if err := e.noteWitnesses(ctx, raw, cp.Size); err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS issuers (
 	id INTEGER PRIMARY KEY, kid TEXT NOT NULL UNIQUE, n INTEGER NOT NULL DEFAULT 0,
 	allow_n INTEGER NOT NULL DEFAULT 0, deny_n INTEGER NOT NULL DEFAULT 0, ask_n INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS issuers_n ON issuers (n DESC, kid);
 CREATE TABLE IF NOT EXISTS sessions (
 	id INTEGER PRIMARY KEY, issuer INTEGER NOT NULL, sid TEXT NOT NULL, n INTEGER NOT NULL DEFAULT 0,
 	first INTEGER NOT NULL, last INTEGER NOT NULL, last_seq INTEGER NOT NULL DEFAULT 0, last_hash BLOB,
@@ -40,6 +41,7 @@ CREATE TABLE IF NOT EXISTS entries (
 	idx INTEGER PRIMARY KEY, leaf BLOB NOT NULL, hash BLOB, issuer INTEGER, session INTEGER,
 	seq INTEGER, iseq INTEGER, kind TEXT NOT NULL, event TEXT, tool TEXT, decision TEXT, reason TEXT,
 	policies TEXT, at INTEGER, issued TEXT, prev BLOB, dech BLOB, enforced INTEGER, hw INTEGER, err TEXT);
+CREATE INDEX IF NOT EXISTS sessions_sid ON sessions (sid);
 CREATE INDEX IF NOT EXISTS entries_hash ON entries (hash);
 CREATE INDEX IF NOT EXISTS entries_issuer ON entries (issuer, idx);
 CREATE INDEX IF NOT EXISTS entries_session ON entries (session, seq, idx);
