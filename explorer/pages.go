@@ -947,15 +947,21 @@ func (e *Explorer) summary(ctx context.Context, v *view, issuer int64) (*audit.I
 func (e *Explorer) issuerID(ctx context.Context, w http.ResponseWriter, kid string) (int64, bool) {
 	var id int64
 	err := e.idx.db.QueryRowContext(ctx, `SELECT id FROM issuers WHERE kid = ? AND n > 0`, kid).Scan(&id)
+	return id, e.found(w, err, "no entry of this issuer in the verified entries of the log")
+}
+
+// found reports whether a lookup found its row, answering the request
+// when it did not: 404 saying notFound, or 500 when the index failed.
+func (e *Explorer) found(w http.ResponseWriter, err error, notFound string) bool {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		httpError(w, http.StatusNotFound, "no entry of this issuer in the verified entries of the log")
-		return 0, false
+		httpError(w, http.StatusNotFound, notFound)
+		return false
 	case err != nil:
 		e.dbError(w, err)
-		return 0, false
+		return false
 	}
-	return id, true
+	return true
 }
 
 func (e *Explorer) issuer(w http.ResponseWriter, r *http.Request) {
@@ -1100,15 +1106,7 @@ func (e *Explorer) sessionOf(ctx context.Context, w http.ResponseWriter, r *http
 	s := &sessionInfo{ID: id}
 	err = e.idx.db.QueryRowContext(ctx, `SELECT i.kid, s.sid, s.broken, s.n, s.last_seq, s.first, s.last, s.ended FROM sessions s JOIN issuers i ON i.id = s.issuer WHERE s.id = ?`, id).
 		Scan(&s.Issuer, &s.SID, &s.Broken, &s.N, &s.LastSeq, &s.First, &s.Last, &s.Ended)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		httpError(w, http.StatusNotFound, "no such session in the verified entries of the log")
-		return nil, false
-	case err != nil:
-		e.dbError(w, err)
-		return nil, false
-	}
-	return s, true
+	return s, e.found(w, err, "no such session in the verified entries of the log")
 }
 
 func (e *Explorer) session(w http.ResponseWriter, r *http.Request) {
