@@ -93,8 +93,10 @@ type Explorer struct {
 	cycleDone chan struct{}
 	status    *status
 
-	// summaries caches issuer summaries per verified size.
+	// summaries and verdicts cache issuer summaries and session verdicts
+	// per verified size.
 	summaries sync.Map
+	verdicts  sync.Map
 }
 
 // A view is the verified prefix [0, size) of the log, consistent with the

@@ -649,3 +649,53 @@ func TestEvidencePage(t *testing.T) {
 	}
 	get(t, srv.URL+"/evidence", 200)
 }
+
+// TestSessionVerdict: a session's chain is judged in chain order whatever
+// order its receipts were logged in (docket sync submits concurrently);
+// a receipt missing, doubled or not linking breaks it, and says where.
+func TestSessionVerdict(t *testing.T) {
+	k := tlogtest.NewKeyPair(t, "example.com/verdict")
+	l := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	is := tlogtest.NewIssuer(t)
+	v, _ := c2sp.NewProofVerifier(k.VKey, nil)
+	chain := func(sess string) [][]byte {
+		rs := [][]byte{is.Start(sess)}
+		d, x := is.Call(sess, "Bash")
+		return append(rs, d, x, is.End(sess))
+	}
+	shuffled, gap, twice, other := chain("shuffled"), chain("gap"), chain("twice"), chain("unlinked")
+	for _, r := range [][]byte{shuffled[2], shuffled[0], shuffled[3], shuffled[1], gap[0], gap[2], gap[3], twice[0], twice[1], twice[2], twice[3],
+		other[0], other[1]} {
+		l.Add(t, is.Leaf(r))
+	}
+	// A second, different receipt for sequence 2 of "twice".
+	dup := is.Sessions["twice"]
+	dup.Seq, dup.Head = 1, receipts.ChainHash(twice[0])
+	l.Add(t, is.Leaf(is.Sign("twice", receipts.Payload{Type: receipts.TypeDecision, HookEvent: "PreToolUse", ToolName: "Read", Decision: "deny"})))
+	// "unlinked": sequence 3 whose previousReceiptHash is not sequence 2's.
+	u := is.Sessions["unlinked"]
+	u.Seq, u.Head = 2, "sha256:"+strings.Repeat("ab", 32)
+	l.Add(t, is.Leaf(is.Sign("unlinked", receipts.Payload{Type: receipts.TypeDecision, HookEvent: "PreToolUse", ToolName: "Bash", Decision: "allow"})))
+	e, srv := newExplorer(t, audit.FileFetcher{Root: l.Dir}, v, "")
+	if err := e.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, sid, want string
+	}{
+		{"logged out of order", "shuffled", "Chain intact and complete: sequences 1–4"},
+		{"a receipt missing", "gap", "sequences 2–2 are not in the log (or not yet)"},
+		{"two receipts for one sequence", "twice", "two receipts for sequence 2"},
+		{"a link that does not hold", "unlinked", "previousReceiptHash of sequence 3 is not the hash of sequence 2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var id int64
+			if err := e.idx.db.QueryRow(`SELECT id FROM sessions WHERE sid = ?`, tt.sid).Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			if body := get(t, fmt.Sprintf("%s/session/%d", srv.URL, id), 200); !strings.Contains(body, tt.want) {
+				t.Errorf("session %s page lacks %q:\n%s", tt.sid, tt.want, body)
+			}
+		})
+	}
+}

@@ -35,12 +35,11 @@ CREATE TABLE IF NOT EXISTS issuers (
 CREATE INDEX IF NOT EXISTS issuers_n ON issuers (n DESC, kid);
 CREATE TABLE IF NOT EXISTS sessions (
 	id INTEGER PRIMARY KEY, issuer INTEGER NOT NULL, sid TEXT NOT NULL, n INTEGER NOT NULL DEFAULT 0,
-	first INTEGER NOT NULL, last INTEGER NOT NULL, last_seq INTEGER NOT NULL DEFAULT 0, last_hash BLOB,
-	broken TEXT NOT NULL DEFAULT '', ended INTEGER NOT NULL DEFAULT 0, UNIQUE (issuer, sid));
+	first INTEGER NOT NULL, last INTEGER NOT NULL, UNIQUE (issuer, sid));
 CREATE TABLE IF NOT EXISTS entries (
 	idx INTEGER PRIMARY KEY, leaf BLOB NOT NULL, hash BLOB, issuer INTEGER, session INTEGER,
 	seq INTEGER, iseq INTEGER, kind TEXT NOT NULL, event TEXT, tool TEXT, decision TEXT, reason TEXT,
-	policies TEXT, at INTEGER, issued TEXT, prev BLOB, dech BLOB, enforced INTEGER, hw INTEGER, err TEXT);
+	policies TEXT, at INTEGER, issued TEXT, prev BLOB, dech BLOB, enforced INTEGER, hw INTEGER, final INTEGER, head BLOB, err TEXT);
 CREATE INDEX IF NOT EXISTS sessions_sid ON sessions (sid);
 CREATE INDEX IF NOT EXISTS entries_hash ON entries (hash);
 CREATE INDEX IF NOT EXISTS entries_issuer ON entries (issuer, idx);
@@ -167,18 +166,15 @@ func outcome(decision string) string {
 	return "other"
 }
 
-// sessionState is a session's running chain check.
+// sessionState is a session's running counts. Its chain is checked when
+// its page asks (verdict): receipts of a session may be logged in any
+// order, as docket sync submits them concurrently.
 type sessionState struct {
-	id       int64
-	issuer   int64
-	n        int64
-	first    uint64
-	last     uint64
-	lastSeq  int64
-	lastHash []byte
-	broken   string
-	ended    bool
-	isNew    bool
+	id     int64
+	issuer int64
+	n      int64
+	first  uint64
+	last   uint64
 }
 
 type sessKey struct {
@@ -205,7 +201,7 @@ func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
 	w := &writer{ctx: ctx, tx: tx, issuers: map[string]int64{}, sessions: map[sessKey]*sessionState{},
 		counts: map[int64]*issuerCounts{}, hours: map[hourKey]int64{}, kinds: map[string]int64{}}
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO entries (idx, leaf, hash, issuer, session, seq, iseq, kind, event, tool, decision, reason,
-		policies, at, issued, prev, dech, enforced, hw, err) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		policies, at, issued, prev, dech, enforced, hw, final, head, err) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return err
 	}
@@ -253,7 +249,7 @@ func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
 			enforced = 0
 		}
 		if _, err := ins.ExecContext(ctx, r.Index, r.Leaf, nullBytes(r.Hash), issuer, session, r.Seq, r.ISeq, r.Kind, r.Event, r.Tool,
-			r.Decision, r.Reason, r.Policies, r.At, r.Issued, nullBytes(r.Prev), nullBytes(r.DecHash), enforced, r.HW, r.Err); err != nil {
+			r.Decision, r.Reason, r.Policies, r.At, r.Issued, nullBytes(r.Prev), nullBytes(r.DecHash), enforced, r.HW, r.Final, nullBytes(r.Head), r.Err); err != nil {
 			return fmt.Errorf("indexing entry %d: %w", r.Index, err)
 		}
 	}
@@ -345,15 +341,11 @@ func (w *writer) session(issuer int64, sid string, idx uint64) (*sessionState, e
 		return s, nil
 	}
 	s := &sessionState{issuer: issuer}
-	var ended int
-	err := w.tx.QueryRowContext(w.ctx, `SELECT id, n, first, last, last_seq, last_hash, broken, ended FROM sessions WHERE issuer = ? AND sid = ?`, issuer, sid).
-		Scan(&s.id, &s.n, &s.first, &s.last, &s.lastSeq, &s.lastHash, &s.broken, &ended)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		s.first, s.isNew = idx, true
+	err := w.tx.QueryRowContext(w.ctx, `SELECT id, n, first, last FROM sessions WHERE issuer = ? AND sid = ?`, issuer, sid).
+		Scan(&s.id, &s.n, &s.first, &s.last)
+	if errors.Is(err, sql.ErrNoRows) {
+		s.first = idx
 		err = w.tx.QueryRowContext(w.ctx, `INSERT INTO sessions (issuer, sid, first, last) VALUES (?, ?, ?, ?) RETURNING id`, issuer, sid, idx, idx).Scan(&s.id)
-	case err == nil:
-		s.ended = ended != 0
 	}
 	if err != nil {
 		return nil, fmt.Errorf("indexing session: %w", err)
@@ -362,34 +354,14 @@ func (w *writer) session(issuer int64, sid string, idx uint64) (*sessionState, e
 	return s, nil
 }
 
-// add checks r against the session's chain so far: the next sequence, the
-// previous receipt's hash, nothing after a session_end that matched.
 func (s *sessionState) add(r *row) {
 	s.n++
-	s.last = r.Index
-	if s.broken == "" {
-		switch {
-		case s.ended:
-			s.broken = fmt.Sprintf("entry %d: receipt after the session's end", r.Index)
-		case r.Seq != s.lastSeq+1:
-			s.broken = fmt.Sprintf("entry %d: sequence %d follows %d", r.Index, r.Seq, s.lastSeq)
-		case !bytes.Equal(r.Prev, s.lastHash):
-			s.broken = fmt.Sprintf("entry %d: previousReceiptHash is not the hash of receipt %d", r.Index, s.lastSeq)
-		case r.Kind == kindLifecycle && r.Event == "session_end":
-			if r.Final == r.Seq && bytes.Equal(r.Head, r.Prev) {
-				s.ended = true
-			} else {
-				s.broken = fmt.Sprintf("entry %d: session_end's final_sequence or head_hash does not match the chain", r.Index)
-			}
-		}
-	}
-	s.lastSeq, s.lastHash = r.Seq, r.Hash
+	s.first, s.last = min(s.first, r.Index), max(s.last, r.Index)
 }
 
 func (w *writer) flush() error {
 	for _, s := range w.sessions {
-		if _, err := w.tx.ExecContext(w.ctx, `UPDATE sessions SET n = ?, last = ?, last_seq = ?, last_hash = ?, broken = ?, ended = ? WHERE id = ?`,
-			s.n, s.last, s.lastSeq, s.lastHash, s.broken, s.ended, s.id); err != nil {
+		if _, err := w.tx.ExecContext(w.ctx, `UPDATE sessions SET n = ?, first = ?, last = ? WHERE id = ?`, s.n, s.first, s.last, s.id); err != nil {
 			return err
 		}
 	}

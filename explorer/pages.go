@@ -1093,6 +1093,7 @@ type sessionInfo struct {
 	ID                  int64
 	Issuer, SID, Broken string
 	N, LastSeq          int64
+	Missing             bool
 	First, Last         uint64
 	Ended               bool
 }
@@ -1104,8 +1105,8 @@ func (e *Explorer) sessionOf(ctx context.Context, w http.ResponseWriter, r *http
 		return nil, false
 	}
 	s := &sessionInfo{ID: id}
-	err = e.idx.db.QueryRowContext(ctx, `SELECT i.kid, s.sid, s.broken, s.n, s.last_seq, s.first, s.last, s.ended FROM sessions s JOIN issuers i ON i.id = s.issuer WHERE s.id = ?`, id).
-		Scan(&s.Issuer, &s.SID, &s.Broken, &s.N, &s.LastSeq, &s.First, &s.Last, &s.Ended)
+	err = e.idx.db.QueryRowContext(ctx, `SELECT i.kid, s.sid, s.n, s.first, s.last FROM sessions s JOIN issuers i ON i.id = s.issuer WHERE s.id = ?`, id).
+		Scan(&s.Issuer, &s.SID, &s.N, &s.First, &s.Last)
 	return s, e.found(w, err, "no such session in the verified entries of the log")
 }
 
@@ -1117,6 +1118,10 @@ func (e *Explorer) session(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	s, ok := e.sessionOf(ctx, w, r)
 	if !ok {
+		return
+	}
+	if err := e.verdict(ctx, v, s); err != nil {
+		e.dbError(w, err)
 		return
 	}
 	var afterSeq, afterIdx int64 = -1 << 62, -1
