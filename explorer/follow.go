@@ -22,9 +22,10 @@ import (
 	"github.com/docketlog/docket/receipts"
 )
 
-// chunk is how many entries the follower verifies and commits at a time:
-// pages see the verified prefix grow by this much.
-const chunk = 16384
+// chunk is how many entries the follower verifies and commits at a time
+// (a multiple of the bundle width): pages see the verified prefix grow by
+// this much. Tests make it smaller.
+var chunk uint64 = 16384
 
 // follow runs the follower until ctx is done: a cycle at once, then one
 // whenever Refresh asks or cfg.Refresh has passed.
@@ -157,7 +158,7 @@ func (e *Explorer) cycle(ctx context.Context) error {
 		defer close(commits)
 		for from := v.size; from < cp.Size; {
 			end := min(cp.Size, (from/chunk+1)*chunk)
-			rows, err := e.scan(ctx, from, end, cp.Size, rng)
+			rows, err := e.scan(ctx, from, end, rng)
 			if err != nil {
 				return &refreshError{"the log's entries could not be read or do not verify", err}
 			}
@@ -165,7 +166,9 @@ func (e *Explorer) cycle(ctx context.Context) error {
 				return err
 			}
 			select {
-			case commits <- pending{rows, &state{size: end, cp: raw, hashes: rng.Hashes()}}:
+			// Hashes returns the range's own slice, which the next
+			// chunk changes: the state keeps a copy.
+			case commits <- pending{rows, &state{size: end, cp: raw, hashes: cloneHashes(rng.Hashes())}}:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -174,6 +177,14 @@ func (e *Explorer) cycle(ctx context.Context) error {
 		return nil
 	}()
 	return errors.Join(err, <-committed)
+}
+
+func cloneHashes(hs [][]byte) [][]byte {
+	out := make([][]byte, len(hs))
+	for i, h := range hs {
+		out[i] = bytes.Clone(h)
+	}
+	return out
 }
 
 // noteWitnesses records, for each witness of the policy that cosigned raw,
@@ -196,14 +207,18 @@ func (e *Explorer) noteWitnesses(ctx context.Context, raw []byte, size uint64) e
 // maxReadAhead bounds the entry bundles read ahead, each up to 16 MB.
 const maxReadAhead = 8
 
-// scan reads and verifies the entries [from, end) of the tree of size
-// size, on every core, appending their leaf hashes to rng, and returns
+// scan reads and verifies the entries [from, end) of the log, on every
+// core, appending their leaf hashes to rng, and returns
 // their rows in order.
-func (e *Explorer) scan(ctx context.Context, from, end, size uint64, rng *compact.Range) ([]*row, error) {
+func (e *Explorer) scan(ctx context.Context, from, end uint64, rng *compact.Range) ([]*row, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	workers := runtime.GOMAXPROCS(0)
-	sizeFn := func(context.Context) (uint64, error) { return size, nil }
+	// EntryBundles (Tessera v1.0.4) reads from its start to the tree size
+	// it is given, whatever count it is asked for: give it end, which is
+	// the tree's size or a multiple of the bundle width, so that no
+	// partial bundle is asked for that the tree does not have.
+	sizeFn := func(context.Context) (uint64, error) { return end, nil }
 	bundles := client.EntryBundles(ctx, uint(min(2*workers, maxReadAhead)), sizeFn, e.cfg.Fetcher.ReadEntryBundle, from, end-from)
 	type result struct {
 		rows []*row
