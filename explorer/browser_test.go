@@ -42,7 +42,7 @@ func TestBrowser(t *testing.T) {
 	t.Cleanup(func() { os.Remove(copyPath) })
 
 	f := newFixture(t, 10_000, 4)
-	e, srv := newExplorer(t, dirFetcher(f.Dir), f.Verifier, "")
+	e, srv := newExplorer(t, dirFetcher(t, f.Dir), f.Verifier, "")
 	if err := e.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}

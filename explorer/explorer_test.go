@@ -21,6 +21,7 @@ import (
 	"github.com/docketlog/docket/audit"
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/internal/tlogtest"
+	"github.com/docketlog/docket/logclient"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -52,7 +53,7 @@ func serve(t *testing.T) (*httptest.Server, *Explorer, *tlogtest.POSIXLog, *tlog
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, srv := newExplorer(t, audit.FileFetcher{Root: l.Dir}, v, "")
+	e, srv := newExplorer(t, dirFetcher(t, l.Dir), v, "")
 	if err := e.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func sessionLog(t *testing.T) (*tlogtest.POSIXLog, *tlogtest.Issuer, *c2sp.Proof
 
 func TestSessionPage(t *testing.T) {
 	l, is, v := sessionLog(t)
-	e, srv := newExplorer(t, audit.FileFetcher{Root: l.Dir}, v, "")
+	e, srv := newExplorer(t, dirFetcher(t, l.Dir), v, "")
 	if err := e.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestSessionPage(t *testing.T) {
 
 func TestSearch(t *testing.T) {
 	l, is, v := sessionLog(t)
-	e, srv := newExplorer(t, audit.FileFetcher{Root: l.Dir}, v, "")
+	e, srv := newExplorer(t, dirFetcher(t, l.Dir), v, "")
 	if err := e.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +300,7 @@ func TestRestartReadsOnlyWhatIsNew(t *testing.T) {
 	v, _ := c2sp.NewProofVerifier(k.VKey, nil)
 	index := filepath.Join(t.TempDir(), "explorer.db")
 	ctx, cancel := context.WithCancel(t.Context())
-	first, err := New(ctx, Config{Fetcher: audit.FileFetcher{Root: l.Dir}, Verifier: v, Refresh: time.Hour, Index: index})
+	first, err := New(ctx, Config{Fetcher: dirFetcher(t, l.Dir), Verifier: v, Refresh: time.Hour, Index: index})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestRestartReadsOnlyWhatIsNew(t *testing.T) {
 	first.Close()
 
 	l.Add(t, is.Leaf(is.Start("new")))
-	cf := &countingFetcher{Fetcher: audit.FileFetcher{Root: l.Dir}}
+	cf := &countingFetcher{Fetcher: dirFetcher(t, l.Dir)}
 	e, srv := newExplorer(t, cf, v, index)
 	// Before the restarted explorer reads anything, it shows what it had.
 	if body := get(t, srv.URL+"/entry/599", 200); !strings.Contains(body, "s599") {
@@ -392,10 +393,11 @@ func TestPagesAnswerWhileTheLogHangs(t *testing.T) {
 	l.Add(t, is.Leaves(is.Start("s1"), is.End("s1"))...)
 	g := newGatedLog(t, l.Dir)
 	g.close()
-	f, err := audit.NewHTTPFetcher(g.srv.URL, g.srv.Client())
+	ops, err := logclient.NewHTTPOps(g.srv.URL, g.srv.Client(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	f := newClient(t, ops)
 	v, _ := c2sp.NewProofVerifier(k.VKey, nil)
 	e, srv := newExplorer(t, f, v, "")
 	<-g.seen // the follower read the checkpoint and waits for the entries
@@ -458,7 +460,7 @@ func TestFailuresAre502WithoutPaths(t *testing.T) {
 		for _, name := range alter {
 			os.Remove(filepath.Join(dir, name))
 		}
-		e, srv := newExplorer(t, audit.FileFetcher{Root: dir}, v, "")
+		e, srv := newExplorer(t, dirFetcher(t, dir), v, "")
 		e.Refresh(t.Context())
 		return dir, e, srv
 	}
@@ -516,7 +518,7 @@ func TestForkIsShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, _ := c2sp.NewProofVerifier(k.VKey, nil)
-	e, srv := newExplorer(t, audit.FileFetcher{Root: dir}, v, "")
+	e, srv := newExplorer(t, dirFetcher(t, dir), v, "")
 	if err := e.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +601,7 @@ func TestEvidencePage(t *testing.T) {
 	bad := `{"not":"an entry"}`
 	l.Add(t, is.Leaf(is.Start("s")), []byte(bad))
 	v, _ := c2sp.NewProofVerifier(k.VKey, nil)
-	e, srv := newExplorer(t, audit.FileFetcher{Root: l.Dir}, v, "")
+	e, srv := newExplorer(t, dirFetcher(t, l.Dir), v, "")
 	if err := e.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -676,7 +678,7 @@ func TestSessionVerdict(t *testing.T) {
 	u := is.Sessions["unlinked"]
 	u.Seq, u.Head = 2, "sha256:"+strings.Repeat("ab", 32)
 	l.Add(t, is.Leaf(is.Sign("unlinked", receipts.Payload{Type: receipts.TypeDecision, HookEvent: "PreToolUse", ToolName: "Bash", Decision: "allow"})))
-	e, srv := newExplorer(t, audit.FileFetcher{Root: l.Dir}, v, "")
+	e, srv := newExplorer(t, dirFetcher(t, l.Dir), v, "")
 	if err := e.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -720,7 +722,7 @@ func TestChunkedCatchUp(t *testing.T) {
 	v, _ := c2sp.NewProofVerifier(k.VKey, nil)
 	index := filepath.Join(t.TempDir(), "explorer.db")
 	ctx, cancel := context.WithCancel(t.Context())
-	first, err := New(ctx, Config{Fetcher: audit.FileFetcher{Root: l.Dir}, Verifier: v, Refresh: time.Hour, Index: index})
+	first, err := New(ctx, Config{Fetcher: dirFetcher(t, l.Dir), Verifier: v, Refresh: time.Hour, Index: index})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -730,7 +732,7 @@ func TestChunkedCatchUp(t *testing.T) {
 	cancel()
 	first.Close()
 	l.Add(t, starts(700)...)
-	e, srv := newExplorer(t, audit.FileFetcher{Root: l.Dir}, v, index)
+	e, srv := newExplorer(t, dirFetcher(t, l.Dir), v, index)
 	if err := e.Refresh(t.Context()); err != nil {
 		t.Fatalf("Refresh after a restart, 700 more entries: %v", err)
 	}

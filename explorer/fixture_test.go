@@ -10,9 +10,9 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/docketlog/docket/audit"
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/internal/tlogtest"
+	"github.com/docketlog/docket/logclient"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -172,5 +172,24 @@ func cosigned(t testing.TB, l *tlogtest.POSIXLog, k tlogtest.KeyPair) (string, *
 	return dir, v, policy
 }
 
-// dirFetcher reads a log's storage directory.
-func dirFetcher(dir string) Fetcher { return audit.FileFetcher{Root: dir} }
+// dirFetcher reads a log's storage directory through logclient, the
+// project's one log client.
+func dirFetcher(t testing.TB, dir string) Fetcher {
+	t.Helper()
+	return newClient(t, logclient.NewDirOps(dir))
+}
+
+// newClient returns a log client over ops. Its verifier (of a key of its
+// own) is not used: the explorer reads and verifies what the client reads.
+func newClient(t testing.TB, ops logclient.ClientOps) *logclient.Client {
+	t.Helper()
+	v, err := c2sp.NewProofVerifier(tlogtest.NewKeyPair(t, "example.com/unused").VKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := logclient.New(ops, logclient.Config{Verifier: v, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
