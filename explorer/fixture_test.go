@@ -117,6 +117,10 @@ func (f *fixture) call(is *tlogtest.Issuer, sess string, i int, at string, no *b
 		// The execution of the decision before, if it allowed.
 		last := s.All[len(s.All)-1]
 		if strings.Contains(string(last), `"decision":"allow"`) && strings.Contains(string(last), `"PreToolUse"`) {
+			// The tool the decision allowed.
+			if _, rest, ok := strings.Cut(string(last), `"tool_name":"`); ok {
+				tool, _, _ = strings.Cut(rest, `"`)
+			}
 			p := dec(receipts.Allow)
 			p.HookEvent, p.Reason, p.PolicyIDs, p.DecisionReceiptHash = "PostToolUse", "", nil, receipts.ChainHash(last)
 			return is.Sign(sess, p)
