@@ -134,7 +134,17 @@ func (f *fixture) call(is *tlogtest.Issuer, sess string, i int, at string, no *b
 func cosigned(t testing.TB, l *tlogtest.POSIXLog, k tlogtest.KeyPair) (string, *c2sp.ProofVerifier, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "log")
-	if err := os.CopyFS(dir, os.DirFS(l.Dir)); err != nil {
+	// Tessera removes partial bundles and tiles once full ones are
+	// written, in the background: copy again until a copy holds still.
+	var err error
+	for range 50 {
+		os.RemoveAll(dir)
+		if err = os.CopyFS(dir, os.DirFS(l.Dir)); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "checkpoint"))
