@@ -299,16 +299,7 @@ func TestRestartReadsOnlyWhatIsNew(t *testing.T) {
 	l.Add(t, is.Leaves(rs...)...)
 	v, _ := c2sp.NewProofVerifier(k.VKey, nil)
 	index := filepath.Join(t.TempDir(), "explorer.db")
-	ctx, cancel := context.WithCancel(t.Context())
-	first, err := New(ctx, Config{Fetcher: dirFetcher(t, l.Dir), Verifier: v, Refresh: time.Hour, Index: index})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Refresh(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	first.Close()
+	verifyAndClose(t, l.Dir, v, index)
 
 	l.Add(t, is.Leaf(is.Start("new")))
 	cf := &countingFetcher{Fetcher: dirFetcher(t, l.Dir)}
@@ -721,16 +712,7 @@ func TestChunkedCatchUp(t *testing.T) {
 	l.Add(t, starts(1000)...)
 	v, _ := c2sp.NewProofVerifier(k.VKey, nil)
 	index := filepath.Join(t.TempDir(), "explorer.db")
-	ctx, cancel := context.WithCancel(t.Context())
-	first, err := New(ctx, Config{Fetcher: dirFetcher(t, l.Dir), Verifier: v, Refresh: time.Hour, Index: index})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Refresh(t.Context()); err != nil {
-		t.Fatalf("Refresh over 1000 entries in chunks of 256: %v", err)
-	}
-	cancel()
-	first.Close()
+	verifyAndClose(t, l.Dir, v, index)
 	l.Add(t, starts(700)...)
 	e, srv := newExplorer(t, dirFetcher(t, l.Dir), v, index)
 	if err := e.Refresh(t.Context()); err != nil {
@@ -741,5 +723,19 @@ func TestChunkedCatchUp(t *testing.T) {
 	}
 	if body := get(t, srv.URL+"/issuer/"+is.KID, 200); !strings.Contains(body, "issuer_sequence 1–1700 all present") {
 		t.Errorf("issuer page:\n%s", body)
+	}
+}
+
+// verifyAndClose runs an explorer over the log in dir, with its index at
+// index, until it has verified the log, and closes it.
+func verifyAndClose(t *testing.T, dir string, v *c2sp.ProofVerifier, index string) {
+	t.Helper()
+	e, err := New(t.Context(), Config{Fetcher: dirFetcher(t, dir), Verifier: v, Refresh: time.Hour, Index: index})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Refresh(t.Context()); err != nil {
+		t.Fatalf("the first explorer's Refresh: %v", err)
 	}
 }
