@@ -70,6 +70,7 @@ func TestScripts(t *testing.T) {
 			"addcp":      cmdAddcp,
 			"perm":       cmdPerm,
 			"checkpoint": cmdCheckpoint,
+			"httpget":    cmdHTTPGet,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "short" {
@@ -105,6 +106,40 @@ func cmdWaitfor(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if time.Now().After(deadline) {
 			ts.Fatalf("waitfor %s: %v", args[0], err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// cmdHTTPGet fetches URL into stdout: `httpget [-until TEXT] URL`. It
+// expects 200, or with -until asks again until the body holds TEXT (a
+// server catching up), giving up after 60 seconds.
+func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
+	until := ""
+	if len(args) == 3 && args[0] == "-until" {
+		until, args = args[1], args[2:]
+	}
+	if len(args) != 1 {
+		ts.Fatalf("usage: httpget [-until TEXT] URL")
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := client.Get(args[0])
+		var body []byte
+		status := 0
+		if err == nil {
+			status = resp.StatusCode
+			body, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		ok := err == nil && status == http.StatusOK && strings.Contains(string(body), until)
+		if ok || (until == "" && err == nil) || time.Now().After(deadline) {
+			if neg == ok {
+				ts.Fatalf("httpget %s: %v, status %d:\n%s", args[0], err, status, body)
+			}
+			ts.Stdout().Write(body)
+			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/docketlog/docket/internal/tlogtest"
 	"github.com/docketlog/docket/receipts"
@@ -45,14 +46,15 @@ func allocated(f func()) uint64 {
 }
 
 // explore runs docket explore ARGS in this process until the test ends and
-// returns the URL it serves.
+// returns the URL it serves, once its follower has verified the log or
+// failed to (its /health says so).
 func explore(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r, w := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, append([]string{"explore", "-listen", "127.0.0.1:0"}, args...), nil, w, io.Discard)
+		done <- Run(ctx, append([]string{"explore", "-listen", "127.0.0.1:0", "-state", t.TempDir()}, args...), nil, w, io.Discard)
 		w.Close()
 	}()
 	t.Cleanup(func() {
@@ -69,7 +71,14 @@ func explore(t *testing.T, args ...string) string {
 	if m == "" {
 		t.Fatalf("docket explore said %q, want its URL", l)
 	}
-	return strings.TrimSuffix(m, "/")
+	u := strings.TrimSuffix(m, "/")
+	for {
+		_, body := getPage(t, u+"/health")
+		if !strings.Contains(body, `"starting"`) && !strings.Contains(body, `"catching_up"`) {
+			return u
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // lineCatcher sends the first line written to it.

@@ -1,0 +1,205 @@
+package explorer
+
+import (
+	"bufio"
+	"crypto/ed25519"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkExplore measures `docket explore` as a user runs it, over a
+// log of DOCKET_EXPLORE_BENCH_N entries (default 200,000) in a storage
+// directory, with a witness policy: the time to its first page and to
+// fully caught up (and the rate), its restart over its -state, the
+// latency of its home, search, session and issuer pages once caught up
+// (p50 and p99 of sequential requests), and its peak RSS; beside the
+// floor, Ed25519 verifications per second on every core of this machine.
+// Run it alone: go test ./explorer -run '^$' -bench BenchmarkExplore -benchtime 1x.
+func BenchmarkExplore(b *testing.B) {
+	n := 200_000
+	if s := os.Getenv("DOCKET_EXPLORE_BENCH_N"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bin := os.Getenv("DOCKET_BIN")
+	if bin == "" {
+		bin = filepath.Join(b.TempDir(), "docket")
+		out, err := exec.Command("go", "build", "-o", bin, "../cmd/docket").CombinedOutput()
+		if err != nil {
+			b.Fatalf("go build: %v\n%s", err, out)
+		}
+	}
+	start := time.Now()
+	f := newFixture(b, n, 8)
+	b.Logf("fixture of %d entries built in %v", n, time.Since(start).Round(time.Second))
+	policy := filepath.Join(b.TempDir(), "policy")
+	if err := os.WriteFile(policy, []byte(f.Policy), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	state := b.TempDir()
+	for b.Loop() {
+		b.ReportMetric(ed25519Floor(), "floor-verifies/s")
+		run := func(label string) *exploreProcess {
+			p := startExplore(b, bin, "-log", f.Dir, "-log-key", f.VKey, "-witness-policy", policy, "-state", state)
+			first := p.waitFor(b, "/", func(code int, _ string) bool { return code == 200 })
+			caught := p.waitFor(b, "/health", func(_ int, body string) bool { return strings.Contains(body, `"ok"`) })
+			b.ReportMetric(first.Seconds(), label+"-first-page-s")
+			b.ReportMetric(caught.Seconds(), label+"-caught-up-s")
+			if label == "cold" {
+				b.ReportMetric(float64(n)/caught.Seconds(), "cold-entries/s")
+			}
+			return p
+		}
+		p := run("cold")
+		entry := p.body(b, fmt.Sprintf("/entry/%d", n/2))
+		hash := regexp.MustCompile(`<dt>Chain hash</dt><dd><code>(sha256:[0-9a-f]{64})</code>`).FindStringSubmatch(entry)
+		session := regexp.MustCompile(`href="(/session/\d+)" id="session-link"`).FindStringSubmatch(entry)
+		issuer := regexp.MustCompile(`<dt>Issuer</dt><dd><a href="(/issuer/[^"]+)"`).FindStringSubmatch(entry)
+		if hash == nil || session == nil || issuer == nil {
+			b.Fatalf("entry page lacks a hash, session or issuer:\n%s", entry)
+		}
+		for _, pg := range []struct{ name, path string }{
+			{"home", "/"},
+			{"home-deep", fmt.Sprintf("/?before=%d", n/3)},
+			{"search-hash", "/search?q=" + hash[1]},
+			{"search-tool-deny", "/search?tool=Read&decision=deny"},
+			{"search-rare", "/search?kind=unmediated&tool=Write"},
+			{"session", session[1]},
+			{"issuer", issuer[1]},
+		} {
+			p50, p99 := p.latency(b, pg.path, 200)
+			b.ReportMetric(p50, pg.name+"-p50-ms")
+			b.ReportMetric(p99, pg.name+"-p99-ms")
+		}
+		b.ReportMetric(float64(p.stop(b))/1024, "cold-peak-RSS-MB")
+		if fi, err := os.Stat(filepath.Join(state, "explorer.db")); err == nil {
+			b.ReportMetric(float64(fi.Size())/float64(n), "index-bytes/entry")
+		}
+		p = run("restart")
+		b.ReportMetric(float64(p.stop(b))/1024, "restart-peak-RSS-MB")
+	}
+}
+
+// ed25519Floor is how many Ed25519 signatures every core of this machine
+// verifies per second.
+func ed25519Floor() float64 {
+	pub, key, _ := ed25519.GenerateKey(nil)
+	msg := make([]byte, 400)
+	sig := ed25519.Sign(key, msg)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	start := time.Now()
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			k := 0
+			for time.Since(start) < 2*time.Second {
+				ed25519.Verify(pub, msg, sig)
+				k++
+			}
+			mu.Lock()
+			total += k
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return float64(total) / time.Since(start).Seconds()
+}
+
+type exploreProcess struct {
+	cmd     *exec.Cmd
+	url     string
+	started time.Time
+}
+
+func startExplore(b *testing.B, bin string, args ...string) *exploreProcess {
+	cmd := exec.Command(bin, append([]string{"explore", "-listen", "127.0.0.1:0"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	p := &exploreProcess{cmd: cmd, started: time.Now()}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		b.Fatalf("docket explore: %v", err)
+	}
+	p.url = strings.TrimSuffix(regexp.MustCompile(`http://\S+/`).FindString(line), "/")
+	go io.Copy(io.Discard, out)
+	return p
+}
+
+// waitFor asks for path until ok says the answer is the one awaited, and
+// returns how long after the start that was.
+func (p *exploreProcess) waitFor(b *testing.B, path string, ok func(int, string) bool) time.Duration {
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		resp, err := client.Get(p.url + path)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if ok(resp.StatusCode, string(body)) {
+				return time.Since(p.started)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *exploreProcess) body(b *testing.B, path string) string {
+	resp, err := http.Get(p.url + path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		b.Fatalf("GET %s = %d:\n%s", path, resp.StatusCode, body)
+	}
+	return string(body)
+}
+
+// latency returns the p50 and p99 in milliseconds of k sequential
+// requests for path, each of which must answer 200.
+func (p *exploreProcess) latency(b *testing.B, path string, k int) (p50, p99 float64) {
+	ds := make([]float64, k)
+	for i := range ds {
+		start := time.Now()
+		p.body(b, path)
+		ds[i] = float64(time.Since(start).Microseconds()) / 1000
+	}
+	slices.Sort(ds)
+	return ds[k/2], ds[k*99/100]
+}
+
+// stop interrupts the explorer and returns its peak RSS in KiB.
+func (p *exploreProcess) stop(b *testing.B) int64 {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	var hwm int64
+	if err == nil {
+		if m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(status); m != nil {
+			hwm, _ = strconv.ParseInt(string(m[1]), 10, 64)
+		}
+	}
+	p.cmd.Process.Signal(syscall.SIGINT)
+	p.cmd.Wait()
+	return hwm
+}

@@ -1,0 +1,401 @@
+package explorer
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+)
+
+// The index is the explorer's SQLite database: one row per verified log
+// entry (fixed-size members only: hashes, numbers, and the short strings a
+// receipt names its tool, decision and policies with), running counts per
+// issuer, per session (with the chain's verdict so far) and per hour, and
+// the state that lets a restart read only what is new: the verified prefix
+// of the log, its compact range, and the checkpoint it verified under.
+//
+// One goroutine (the follower) writes, one transaction per verified
+// chunk; pages read at the same time (WAL), and only below the verified
+// size they were given, so a page never shows what is being written.
+type index struct {
+	db *sql.DB
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS issuers (
+	id INTEGER PRIMARY KEY, kid TEXT NOT NULL UNIQUE, n INTEGER NOT NULL DEFAULT 0,
+	allow_n INTEGER NOT NULL DEFAULT 0, deny_n INTEGER NOT NULL DEFAULT 0, ask_n INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS issuers_n ON issuers (n DESC, kid);
+CREATE TABLE IF NOT EXISTS sessions (
+	id INTEGER PRIMARY KEY, issuer INTEGER NOT NULL, sid TEXT NOT NULL, n INTEGER NOT NULL DEFAULT 0,
+	first INTEGER NOT NULL, last INTEGER NOT NULL, UNIQUE (issuer, sid));
+CREATE TABLE IF NOT EXISTS entries (
+	idx INTEGER PRIMARY KEY, leaf BLOB NOT NULL, hash BLOB, issuer INTEGER, session INTEGER,
+	seq INTEGER, iseq INTEGER, kind TEXT NOT NULL, event TEXT, tool TEXT, decision TEXT, reason TEXT,
+	policies TEXT, at INTEGER, issued TEXT, prev BLOB, dech BLOB, enforced INTEGER, hw INTEGER, final INTEGER, head BLOB, err TEXT);
+CREATE INDEX IF NOT EXISTS sessions_sid ON sessions (sid);
+CREATE INDEX IF NOT EXISTS entries_hash ON entries (hash);
+CREATE INDEX IF NOT EXISTS entries_issuer ON entries (issuer, idx);
+CREATE INDEX IF NOT EXISTS entries_session ON entries (session, seq, idx);
+CREATE TABLE IF NOT EXISTS hourly (
+	hour INTEGER NOT NULL, issuer INTEGER NOT NULL, outcome TEXT NOT NULL, n INTEGER NOT NULL,
+	PRIMARY KEY (hour, issuer, outcome)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kinds (kind TEXT PRIMARY KEY, n INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS witnesses (name TEXT PRIMARY KEY, size INTEGER NOT NULL);
+`
+
+func openIndex(ctx context.Context, path string) (*index, error) {
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)", "cache_size(-32000)"} {
+		q.Add("_pragma", p)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("opening the explorer index: %w", err)
+	}
+	db.SetMaxOpenConns(8)
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("creating the explorer index: %w", err)
+	}
+	return &index{db: db}, nil
+}
+
+// state is what the index has verified: the prefix [0, size) of the log,
+// consistent with the signed checkpoint cp, and that prefix's compact range.
+type state struct {
+	size   uint64
+	cp     []byte
+	hashes [][]byte
+}
+
+func (x *index) state(ctx context.Context) (*state, error) {
+	st := &state{}
+	rows, err := x.db.QueryContext(ctx, `SELECT k, v FROM meta`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		switch k {
+		case "size":
+			_, err = fmt.Sscan(string(v), &st.size)
+		case "checkpoint":
+			st.cp = v
+		case "range":
+			if len(v)%32 != 0 {
+				err = errors.New("the stored compact range is not a list of hashes")
+			}
+			for h := range slicesChunk(v, 32) {
+				st.hashes = append(st.hashes, h)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the explorer index's %s: %w", k, err)
+		}
+	}
+	return st, rows.Err()
+}
+
+func slicesChunk(b []byte, n int) func(func([]byte) bool) {
+	return func(yield func([]byte) bool) {
+		for len(b) >= n {
+			if !yield(bytes.Clone(b[:n])) {
+				return
+			}
+			b = b[n:]
+		}
+	}
+}
+
+// A row is what the index keeps of one log entry.
+type row struct {
+	Index    uint64
+	Leaf     []byte // the leaf hash
+	Hash     []byte // the receipt's chain hash (32 bytes), nil for a bad entry
+	Issuer   string
+	Session  string
+	Seq      int64
+	ISeq     int64
+	Kind     string // decision, execution, lifecycle, unmediated, bad
+	Event    string // hook_event, or lifecycle_event for lifecycle receipts
+	Tool     string
+	Decision string
+	Reason   string
+	Policies string // policy_ids, comma-separated
+	At       int64  // issued_at, Unix milliseconds; 0 when unreadable
+	Issued   string
+	Prev     []byte
+	DecHash  []byte
+	Enforced bool // false only for "enforced": false (observe mode)
+	HW       int64
+	Final    int64  // final_sequence of a session_end
+	Head     []byte // head_hash of a session_end
+	Err      string // why a bad entry is not a valid Docket entry
+}
+
+// Kinds of entries.
+const (
+	kindDecision   = "decision"
+	kindExecution  = "execution"
+	kindLifecycle  = "lifecycle"
+	kindUnmediated = "unmediated"
+	kindBad        = "bad"
+)
+
+// outcome is the chart's bucket of a decision.
+func outcome(decision string) string {
+	switch decision {
+	case "allow", "deny":
+		return decision
+	case "require_approval", "ask":
+		return "ask"
+	}
+	return "other"
+}
+
+// sessionState is a session's running counts. Its chain is checked when
+// its page asks (verdict): receipts of a session may be logged in any
+// order, as docket sync submits them concurrently.
+type sessionState struct {
+	id     int64
+	issuer int64
+	n      int64
+	first  uint64
+	last   uint64
+}
+
+type sessKey struct {
+	issuer int64
+	sid    string
+}
+
+type hourKey struct {
+	hour    int64
+	issuer  int64
+	outcome string
+}
+
+type issuerCounts struct{ n, allow, deny, ask int64 }
+
+// commit adds rows (the entries [from, st.size) in order) and records st
+// as the verified state, in one transaction.
+func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
+	tx, err := x.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	w := &writer{ctx: ctx, tx: tx, issuers: map[string]int64{}, sessions: map[sessKey]*sessionState{},
+		counts: map[int64]*issuerCounts{}, hours: map[hourKey]int64{}, kinds: map[string]int64{}}
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO entries (idx, leaf, hash, issuer, session, seq, iseq, kind, event, tool, decision, reason,
+		policies, at, issued, prev, dech, enforced, hw, final, head, err) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	for _, r := range rows {
+		w.kinds[r.Kind]++
+		if r.Kind == kindDecision && !r.Enforced {
+			w.kinds[notEnforced]++
+		}
+		var issuer, session any
+		if r.Kind != kindBad {
+			iid, err := w.issuer(r.Issuer)
+			if err != nil {
+				return err
+			}
+			s, err := w.session(iid, r.Session, r.Index)
+			if err != nil {
+				return err
+			}
+			s.add(r)
+			issuer, session = iid, s.id
+			c := w.counts[iid]
+			if c == nil {
+				c = &issuerCounts{}
+				w.counts[iid] = c
+			}
+			c.n++
+			if r.Kind == kindDecision {
+				o := outcome(r.Decision)
+				switch o {
+				case "allow":
+					c.allow++
+				case "deny":
+					c.deny++
+				case "ask":
+					c.ask++
+				}
+				if r.At > 0 {
+					w.hours[hourKey{r.At / 3_600_000, iid, o}]++
+				}
+			}
+		}
+		enforced := 1
+		if !r.Enforced {
+			enforced = 0
+		}
+		if _, err := ins.ExecContext(ctx, r.Index, r.Leaf, nullBytes(r.Hash), issuer, session, r.Seq, r.ISeq, r.Kind, r.Event, r.Tool,
+			r.Decision, r.Reason, r.Policies, r.At, r.Issued, nullBytes(r.Prev), nullBytes(r.DecHash), enforced, r.HW, r.Final, nullBytes(r.Head), r.Err); err != nil {
+			return fmt.Errorf("indexing entry %d: %w", r.Index, err)
+		}
+	}
+	if err := w.flush(); err != nil {
+		return err
+	}
+	var rng []byte
+	for _, h := range st.hashes {
+		rng = append(rng, h...)
+	}
+	for k, v := range map[string][]byte{"size": fmt.Append(nil, st.size), "checkpoint": st.cp, "range": rng} {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, k, v); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+// setCheckpoint records a newer checkpoint of the same tree (new
+// cosignatures) or the one a verified prefix is consistent with.
+func (x *index) setCheckpoint(ctx context.Context, cp []byte) error {
+	_, err := x.db.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('checkpoint', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, cp)
+	return err
+}
+
+// witnessed records that witness name cosigned a checkpoint of size.
+func (x *index) witnessed(ctx context.Context, name string, size uint64) error {
+	_, err := x.db.ExecContext(ctx, `INSERT INTO witnesses (name, size) VALUES (?, ?)
+		ON CONFLICT (name) DO UPDATE SET size = max(size, excluded.size)`, name, size)
+	return err
+}
+
+// A writer holds one commit's running state.
+type writer struct {
+	ctx      context.Context
+	tx       *sql.Tx
+	issuers  map[string]int64
+	sessions map[sessKey]*sessionState
+	counts   map[int64]*issuerCounts
+	hours    map[hourKey]int64
+	kinds    map[string]int64
+}
+
+// notEnforced counts, in the kinds table, decisions not enforced.
+const notEnforced = "decision-not-enforced"
+
+// kindCounts returns how many entries of each kind the index holds.
+func (x *index) kindCounts(ctx context.Context) (map[string]int64, error) {
+	rows, err := x.db.QueryContext(ctx, `SELECT kind, n FROM kinds`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			return nil, err
+		}
+		out[k] = n
+	}
+	return out, rows.Err()
+}
+
+func (w *writer) issuer(kid string) (int64, error) {
+	if id, ok := w.issuers[kid]; ok {
+		return id, nil
+	}
+	var id int64
+	err := w.tx.QueryRowContext(w.ctx, `INSERT INTO issuers (kid) VALUES (?) ON CONFLICT (kid) DO UPDATE SET kid = kid RETURNING id`, kid).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("indexing issuer: %w", err)
+	}
+	w.issuers[kid] = id
+	return id, nil
+}
+
+func (w *writer) session(issuer int64, sid string, idx uint64) (*sessionState, error) {
+	key := sessKey{issuer, sid}
+	if s, ok := w.sessions[key]; ok {
+		return s, nil
+	}
+	s := &sessionState{issuer: issuer}
+	err := w.tx.QueryRowContext(w.ctx, `SELECT id, n, first, last FROM sessions WHERE issuer = ? AND sid = ?`, issuer, sid).
+		Scan(&s.id, &s.n, &s.first, &s.last)
+	if errors.Is(err, sql.ErrNoRows) {
+		s.first = idx
+		err = w.tx.QueryRowContext(w.ctx, `INSERT INTO sessions (issuer, sid, first, last) VALUES (?, ?, ?, ?) RETURNING id`, issuer, sid, idx, idx).Scan(&s.id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("indexing session: %w", err)
+	}
+	w.sessions[key] = s
+	return s, nil
+}
+
+func (s *sessionState) add(r *row) {
+	s.n++
+	s.first, s.last = min(s.first, r.Index), max(s.last, r.Index)
+}
+
+func (w *writer) flush() error {
+	for _, s := range w.sessions {
+		if _, err := w.tx.ExecContext(w.ctx, `UPDATE sessions SET n = ?, first = ?, last = ? WHERE id = ?`, s.n, s.first, s.last, s.id); err != nil {
+			return err
+		}
+	}
+	for id, c := range w.counts {
+		if _, err := w.tx.ExecContext(w.ctx, `UPDATE issuers SET n = n + ?, allow_n = allow_n + ?, deny_n = deny_n + ?, ask_n = ask_n + ? WHERE id = ?`,
+			c.n, c.allow, c.deny, c.ask, id); err != nil {
+			return err
+		}
+	}
+	for k, n := range w.kinds {
+		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO kinds (kind, n) VALUES (?, ?) ON CONFLICT (kind) DO UPDATE SET n = n + excluded.n`, k, n); err != nil {
+			return err
+		}
+	}
+	for k, n := range w.hours {
+		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO hourly (hour, issuer, outcome, n) VALUES (?, ?, ?, ?)
+			ON CONFLICT (hour, issuer, outcome) DO UPDATE SET n = n + excluded.n`, k.hour, k.issuer, k.outcome, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hashRef is "sha256:" + hex of a 32-byte hash, or "".
+func hashRef(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return "sha256:" + hex.EncodeToString(b)
+}
+
+// parseRef reads "sha256:<64 hex>" (or the bare hex) as 32 bytes.
+func parseRef(s string) ([]byte, bool) {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "sha256:")
+	b, err := hex.DecodeString(s)
+	return b, err == nil && len(b) == 32
+}
