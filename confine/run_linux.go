@@ -294,10 +294,18 @@ func remountReadOnly(p string) error {
 // confinement's write trees and the terminal and null devices. Landlock
 // also forbids changing mounts from now on, so the masks stay.
 func landlockSelf(c *Confinement) error {
-	write := append(append([]string(nil), c.Write...), c.ToolWrite...)
+	var dirs, files []string
+	for _, p := range append(append([]string(nil), c.Write...), c.ToolWrite...) {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			files = append(files, p)
+		} else {
+			dirs = append(dirs, p)
+		}
+	}
 	rules := []landlock.Rule{
 		landlock.RODirs(c.Read...),
-		landlock.RWDirs(write...).IgnoreIfMissing(),
+		landlock.RWDirs(dirs...).IgnoreIfMissing(),
+		landlock.RWFiles(files...).IgnoreIfMissing(),
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/random", "/dev/urandom").IgnoreIfMissing(),
 		landlock.RWDirs("/dev/pts").IgnoreIfMissing(),
 	}

@@ -35,6 +35,11 @@ type Config struct {
 	// decision is in the log with its proof verified (and the witness
 	// quorum, with a policy); otherwise the call is denied (log_unavailable).
 	RequireLog bool `json:"require_log,omitempty"`
+	// Confine (docket init -confine) requires every shell command to run
+	// under the confinement derived from the policy (package confine):
+	// the Claude Code pre hook rewrites an allowed Bash call to run under
+	// docket exec, and denies it when this machine cannot confine it.
+	Confine bool `json:"confine,omitempty"`
 }
 
 // Validate checks that the configuration is usable: a well-formed log URL

@@ -35,6 +35,8 @@ Commands:
     verify-index     check an issuer's verifiable index
     mcp         run a stdio MCP server behind the gate
     pic         verify a PIC action proposal
+    exec        run a command under the policy's confinement (Landlock, Seatbelt)
+    run         run an agent with its whole process tree confined
 
 Run "docket <command> -h" for a command's options.
 
@@ -66,6 +68,8 @@ var commands = map[string]command{
 	"verify-index":    runVerifyIndex,
 	"mcp":             runMCP,
 	"pic":             runPIC,
+	"exec":            runExec,
+	"run":             runRun,
 	// The demo's MCP server (docket demo), not listed in the usage.
 	"demo-mcp-server": runDemoMCPServer,
 }

@@ -16,6 +16,7 @@ import (
 const policyUsage = `Usage:
     docket policy check [-dir DIR | FILE.cedar ...]
     docket policy eval [-dir DIR] [-agent NAME] < event.json
+    docket policy confinement [-json]
 
 check loads and validates a policy against the agent schema and prints its
 acta-policy-digest-v1 digest, its files and its policy IDs.
@@ -24,6 +25,10 @@ eval decides one hook event (PreToolUse JSON, as the agent sends it) and
 prints, as JSON, the decision, the reason, the policy IDs behind it and
 every Cedar request built for the call with its own result. Nothing is
 signed or recorded.
+
+confinement prints the confinement derived from the policy's file rules
+(what a command run by docket exec may read and write), its digest and the
+kernel mechanism that applies it here; -json prints its canonical form.
 
 The policy is the project's .docket/policy unless -dir or files are given.
 
@@ -37,6 +42,14 @@ Exit codes:
 `
 
 func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "confinement" {
+		fs := newFlagSet("docket policy confinement", policyUsage, stderr)
+		asJSON := fs.Bool("json", false, "")
+		if err := fs.Parse(args[1:]); err != nil {
+			return flagExit(err)
+		}
+		return printConfinement(ctx, "", *asJSON, stdout, stderr)
+	}
 	if len(args) == 0 || (args[0] != "check" && args[0] != "eval") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 			fmt.Fprint(stdout, policyUsage)
