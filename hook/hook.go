@@ -292,9 +292,15 @@ func pre(ctx context.Context, opts Options, in input) answer {
 
 	switch d.Decision.Decision {
 	case policy.Allow:
+		if a, ok := confineBash(ctx, opts, ev.ToolName, in.event, "allow", "allowed"); ok {
+			return a
+		}
 		// No output: an explicit "allow" would skip the agent's own permission checks.
 		return answer{code: ExitOK}
 	case policy.RequireApproval:
+		if a, ok := confineBash(ctx, opts, ev.ToolName, in.event, "ask", oneLine(d.Message)); ok {
+			return a
+		}
 		if opts.Agent == Claude {
 			return answer{code: ExitOK, stdout: askAnswer(d.Decision)}
 		}
@@ -412,7 +418,13 @@ func record(opts Options, event map[string]any) error {
 	if ev.Failed {
 		hookEvent = receipts.PostToolUseFailure
 	}
+	confinement, denied := executionConfinement(opts, ev.ToolName, event)
+	reason := ""
+	if denied && opts.Kind != SessionStart && opts.Kind != SessionEnd {
+		hookEvent, reason = receipts.PostToolUseFailure, receipts.ReasonConfinementDenied
+	}
 	r, err := g.Record(ctx, gate.Event{
+		Confinement: confinement, Reason: reason,
 		HookEvent: hookEvent,
 		SessionID: ev.SessionID,
 		Agent:     opts.Agent.ReceiptName(),

@@ -25,6 +25,10 @@ const (
 	// ReasonUnlinked: the tool ran with no decision of the gate in the
 	// chain to link to (CauseUnlinkedExec when verified).
 	ReasonUnlinked = "unlinked_execution"
+	// ReasonConfinementDenied: a confined command failed on a file
+	// operation the kernel refused (its result says permission denied or
+	// read-only file system).
+	ReasonConfinementDenied = "confinement_denied"
 )
 
 // Lifecycle events (lifecycle_event) of lifecycle receipts.

@@ -13,8 +13,8 @@ import (
 )
 
 const execUsage = `Usage:
-    docket exec [-project DIR] [-confine FILE [-digest sha256:…]] [-cwd-file FILE] -- COMMAND [ARG ...]
-    docket exec ... -shell 'SHELL COMMAND'
+    docket exec [-project DIR] [-confine FILE [-digest sha256:…]] [-mechanism M] -- COMMAND [ARG ...]
+    docket exec ... [-cwd-file FILE] -shell 'SHELL COMMAND'
 
 exec runs COMMAND under the confinement derived from the project's policy
 (docket policy confinement): on Linux, Landlock and secrets masked in a
@@ -27,6 +27,7 @@ Options:
     -project DIR   the project (default: $CLAUDE_PROJECT_DIR or the working directory)
     -confine FILE  the confinement to apply (as derived by the hook) instead of deriving it
     -digest D      refuse FILE unless its digest is D
+    -mechanism M   refuse to run unless this machine confines with M (landlock, seatbelt)
     -shell CMD     run CMD with bash -c (sh when bash is absent)
     -cwd-file F    with -shell: write the shell's final working directory to F
 
@@ -41,6 +42,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	project := fs.String("project", "", "")
 	file := fs.String("confine", "", "")
 	digest := fs.String("digest", "", "")
+	mechanism := fs.String("mechanism", "", "")
 	shell := fs.String("shell", "", "")
 	cwdFile := fs.String("cwd-file", "", "")
 	if err := fs.Parse(args); err != nil {
@@ -75,6 +77,10 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	c, _, err := execConfinement(ctx, *project, *file, *digest)
 	if err != nil {
 		errorf(stderr, "exec: %v; the command did not run", err)
+		return confine.ExitCannotConfine
+	}
+	if st := confine.Support(); *mechanism != "" && st.Mechanism != *mechanism {
+		errorf(stderr, "exec: the confinement must be applied with %s, and this machine has %s; the command did not run", *mechanism, st)
 		return confine.ExitCannotConfine
 	}
 	code, err := confine.Run(c, confine.Command{Args: argv, Env: env, Stdin: stdin, Stdout: stdout, Stderr: stderr})

@@ -1,0 +1,134 @@
+package hook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/docketlog/docket/confine"
+	"github.com/docketlog/docket/receipts"
+)
+
+// Confining Claude Code's Bash calls (issue 23). In a project whose
+// configuration says confine, the pre hook answers an allowed Bash call
+// with permissionDecision "allow" and an updatedInput whose command runs
+// the original under `docket exec` with the policy's confinement. The
+// wrapper keeps what the Bash tool's user relies on: the exit status
+// (the command's, returned last), stdout and stderr (the command's own
+// streams), interrupts (docket exec passes signals on, and the command
+// is in the tool's process group) and the working directory carried
+// between calls (the confined shell writes its last directory to a
+// temporary file, and the tool's shell cd's there).
+
+// wrapperRE matches a command the pre hook rewrote, capturing the digest
+// and mechanism it named. The post hook reads them back for the
+// execution receipt.
+var wrapperRE = regexp.MustCompile(`^__docket_cwd="\$\(mktemp\)" && \{ '[^']*' exec -confine '[^']*' -digest '(sha256:[0-9a-f]{64})' -mechanism '([a-z]+)' `)
+
+// shellQuote quotes s for a POSIX shell (and zsh).
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// confinedCommand returns the Bash command that runs command under the
+// confinement in file.
+func confinedCommand(docket, file, digest, mechanism, command string) string {
+	return `__docket_cwd="$(mktemp)" && { ` + shellQuote(docket) + ` exec -confine ` + shellQuote(file) +
+		` -digest ` + shellQuote(digest) + ` -mechanism ` + shellQuote(mechanism) +
+		` -cwd-file "$__docket_cwd" -shell ` + shellQuote(command) +
+		`; __docket_st=$?; __docket_dir="$(cat -- "$__docket_cwd" 2>/dev/null)"; rm -f -- "$__docket_cwd"; ` +
+		`[ -n "$__docket_dir" ] && cd -- "$__docket_dir"; (exit $__docket_st); }`
+}
+
+// docketCommand is the docket binary the rewritten command runs: the one
+// the agent ran as this hook.
+func docketCommand() (string, error) {
+	if filepath.IsAbs(os.Args[0]) {
+		return os.Args[0], nil
+	}
+	return os.Executable()
+}
+
+// confineBash answers an allowed Bash call of Claude Code (decision
+// "allow") or one the user is asked about ("ask") with the call
+// rewritten to run confined, or blocks it when the confinement cannot be
+// applied (fail closed). It returns ok false when the project does not
+// ask for confinement or the call is not a Bash call.
+func confineBash(ctx context.Context, opts Options, toolName string, event map[string]any, decision, reason string) (answer, bool) {
+	if opts.Agent != Claude || toolName != "Bash" {
+		return answer{}, false
+	}
+	cfg, err := opts.Store.Config()
+	if err != nil {
+		return block("gate error: %v; the call is blocked", err), true
+	}
+	if !cfg.Confine {
+		return answer{}, false
+	}
+	in, _ := event["tool_input"].(map[string]any)
+	command, ok := in["command"].(string)
+	if !ok {
+		return block("gate error: Bash call without a command; the call is blocked"), true
+	}
+	st := confine.Support()
+	if st.Mechanism == "" {
+		return block("denied: this project confines its commands and this machine cannot (%s) [confinement_unavailable]", st.Detail), true
+	}
+	c, file, err := confine.ForProject(ctx, opts.Store.Project)
+	if err != nil {
+		return block("denied: the confinement cannot be derived: %v [confinement_unavailable]", err), true
+	}
+	digest, err := c.Digest()
+	if err != nil {
+		return block("gate error: %v; the call is blocked", err), true
+	}
+	docket, err := docketCommand()
+	if err != nil {
+		return block("gate error: finding docket: %v; the call is blocked", err), true
+	}
+	updated := make(map[string]any, len(in))
+	for k, v := range in {
+		updated[k] = v
+	}
+	updated["command"] = confinedCommand(docket, file, digest, st.Mechanism, command)
+	b, err := json.Marshal(map[string]any{
+		"hookSpecificOutput": map[string]any{
+			"hookEventName":            receipts.PreToolUse,
+			"permissionDecision":       decision,
+			"permissionDecisionReason": fmt.Sprintf("docket: %s; runs confined (%s %s)", reason, st.Mechanism, digest[:len("sha256:")+12]),
+			"updatedInput":             updated,
+		},
+	})
+	if err != nil {
+		return block("gate error: %v; the call is blocked", err), true
+	}
+	return answer{code: ExitOK, stdout: append(b, '\n')}, true
+}
+
+// executionConfinement returns the confinement member of an execution
+// receipt: the digest and mechanism of a command the pre hook rewrote,
+// "unconfined" for another Bash command in a project that confines, nil
+// otherwise. denied reports a result that shows a file operation the
+// kernel refused under the confinement.
+func executionConfinement(opts Options, toolName string, event map[string]any) (c *receipts.Confinement, denied bool) {
+	if opts.Agent != Claude || toolName != "Bash" {
+		return nil, false
+	}
+	in, _ := event["tool_input"].(map[string]any)
+	command, _ := in["command"].(string)
+	if m := wrapperRE.FindStringSubmatch(command); m != nil {
+		out, _ := json.Marshal(event["tool_response"])
+		if e, ok := event["error"].(string); ok {
+			out = append(out, e...)
+		}
+		return &receipts.Confinement{Mechanism: m[2], Digest: m[1]}, confine.Denied(string(out))
+	}
+	if cfg, err := opts.Store.Config(); err == nil && cfg.Confine {
+		return &receipts.Confinement{Unconfined: true}, false
+	}
+	return nil, false
+}
