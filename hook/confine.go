@@ -13,10 +13,12 @@ import (
 	"github.com/docketlog/docket/receipts"
 )
 
-// Confining Claude Code's Bash calls (issue 23). In a project whose
-// configuration says confine, the pre hook answers an allowed Bash call
-// with permissionDecision "allow" and an updatedInput whose command runs
-// the original under `docket exec` with the policy's confinement. The
+// Confining the agents' shell calls (issue 23). In a project whose
+// configuration says confine, the pre hook answers an allowed shell call
+// with a rewritten input whose command runs the original under `docket
+// exec` with the policy's confinement: Claude Code's and Codex's
+// permissionDecision "allow" with updatedInput, Gemini CLI's
+// hookSpecificOutput.tool_input. The
 // wrapper keeps what the Bash tool's user relies on: the exit status
 // (the command's, returned last), stdout and stderr (the command's own
 // streams), interrupts (docket exec passes signals on, and the command
@@ -59,7 +61,7 @@ func docketCommand() (string, error) {
 // applied (fail closed). It returns ok false when the project does not
 // ask for confinement or the call is not a Bash call.
 func confineBash(ctx context.Context, opts Options, toolName string, event map[string]any, decision, reason string) (answer, bool) {
-	if opts.Agent != Claude || toolName != "Bash" {
+	if toolName != opts.Agent.ShellTool() || (decision == "ask" && opts.Agent != Claude) {
 		return answer{}, false
 	}
 	cfg, err := opts.Store.Config()
@@ -95,14 +97,21 @@ func confineBash(ctx context.Context, opts Options, toolName string, event map[s
 		updated[k] = v
 	}
 	updated["command"] = confinedCommand(docket, file, digest, st.Mechanism, command)
-	b, err := json.Marshal(map[string]any{
+	// Claude Code and Codex (since 0.13x, openai/codex#20527) apply
+	// updatedInput beside permissionDecision "allow"; Gemini CLI merges
+	// hookSpecificOutput.tool_input into the call's arguments.
+	out := map[string]any{
 		"hookSpecificOutput": map[string]any{
 			"hookEventName":            receipts.PreToolUse,
 			"permissionDecision":       decision,
 			"permissionDecisionReason": fmt.Sprintf("docket: %s; runs confined (%s %s)", reason, st.Mechanism, digest[:len("sha256:")+12]),
 			"updatedInput":             updated,
 		},
-	})
+	}
+	if opts.Agent == Gemini {
+		out = map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "BeforeTool", "tool_input": updated}}
+	}
+	b, err := json.Marshal(out)
 	if err != nil {
 		return block("gate error: %v; the call is blocked", err), true
 	}
@@ -115,7 +124,7 @@ func confineBash(ctx context.Context, opts Options, toolName string, event map[s
 // otherwise. denied reports a result that shows a file operation the
 // kernel refused under the confinement.
 func executionConfinement(opts Options, toolName string, event map[string]any) (c *receipts.Confinement, denied bool) {
-	if opts.Agent != Claude || toolName != "Bash" {
+	if toolName != opts.Agent.ShellTool() {
 		return nil, false
 	}
 	in, _ := event["tool_input"].(map[string]any)

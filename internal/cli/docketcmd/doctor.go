@@ -111,6 +111,9 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if len(agents) == 0 {
 		agents = []hook.Agent{hook.Claude}
 	}
+	for _, c := range hook.CheckConfine(s, agents, os.Getenv) {
+		check(c.Name, c.Err, c.Detail)
+	}
 	for _, agent := range agents {
 		name, events, _ := agent.Installs()
 		path := filepath.Join(project, name)

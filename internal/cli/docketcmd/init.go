@@ -51,6 +51,9 @@ Options:
                            allow decision is in the log with the witness quorum,
                            and denies it (log_unavailable) when that fails; the
                            one case where the hook waits on the network
+    -confine               run every shell call under the policy's confinement
+                           (docket exec; denied where this machine cannot confine),
+                           and turn Codex's and Gemini CLI's own sandbox on
     -command CMD           the docket command hooks run (default: this binary)
     -mcp NAME              run MCP server NAME through docket mcp: rewrite its entry in
                            the MCP client config (the command after --, or the one
@@ -78,6 +81,7 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	witness := fs.String("witness-policy", "", "")
 	command := fs.String("command", "", "")
 	requireLog := fs.Bool("require-log", false, "")
+	confineFlag := fs.Bool("confine", false, "")
 	agentNames := fs.String("agent", "", "")
 	mcpName := fs.String("mcp", "", "")
 	mcpConfig := fs.String("mcp-config", "", "")
@@ -118,6 +122,12 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		steps = append(steps, func() (string, error) { return initSettings(project, a, *command) })
 	}
 	steps = append(steps, func() (string, error) { return initGitignore(project) })
+	if *confineFlag {
+		steps = append(steps, func() (string, error) {
+			msgs, err := hook.InitConfine(ctx, s, agents)
+			return strings.Join(msgs, "\n"), err
+		})
+	}
 	if *mcpName != "" {
 		steps = append(steps, func() (string, error) { return initMCP(s, *mcpName, *mcpConfig, fs.Args()) })
 	}
