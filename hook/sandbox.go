@@ -63,7 +63,9 @@ func InitConfine(ctx context.Context, s *store.Store, agents []Agent) ([]string,
 }
 
 // codexProjectConfig is the project's Codex configuration file, beside its hooks.
-func codexProjectConfig(project string) string { return filepath.Join(project, ".codex", "config.toml") }
+func codexProjectConfig(project string) string {
+	return filepath.Join(project, ".codex", "config.toml")
+}
 
 // codexSandbox sets sandbox_mode = "workspace-write" with the
 // confinement's tool directories as writable roots and network access on
