@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/docketlog/docket/confine"
+	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
 
@@ -194,4 +195,31 @@ func printConfinement(ctx context.Context, project string, asJSON bool, stdout, 
 	b, _ := json.MarshalIndent(c, "", "  ")
 	fmt.Fprintf(stdout, "confinement_digest %s\nfile %s\nmechanism %s\n%s\n", d, file, confine.Support(), b)
 	return 0
+}
+
+// confineServerCommand returns the command line that runs argv under the
+// project's confinement (docket mcp -confine), and the receipts' member
+// naming it. It fails where this machine cannot confine.
+func confineServerCommand(ctx context.Context, project string, argv []string) ([]string, *receipts.Confinement, error) {
+	st := confine.Support()
+	if st.Mechanism == "" {
+		return nil, nil, fmt.Errorf("cannot confine the server: %s", st.Detail)
+	}
+	c, file, err := execConfinement(ctx, project, "", "")
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := c.Digest()
+	if err != nil {
+		return nil, nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	if filepath.IsAbs(os.Args[0]) {
+		self = os.Args[0] // the test binaries answer as docket under that name
+	}
+	cmd := append([]string{self, "exec", "-confine", file, "-digest", d, "-mechanism", st.Mechanism, "--"}, argv...)
+	return cmd, &receipts.Confinement{Mechanism: st.Mechanism, Digest: d}, nil
 }
