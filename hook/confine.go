@@ -29,7 +29,10 @@ import (
 // wrapperRE matches a command the pre hook rewrote, capturing the digest
 // and mechanism it named. The post hook reads them back for the
 // execution receipt.
-var wrapperRE = regexp.MustCompile(`^__docket_cwd="\$\(mktemp\)" && \{ '[^']*' exec -confine '[^']*' -digest '(sha256:[0-9a-f]{64})' -mechanism '([a-z]+)' `)
+var wrapperRE = regexp.MustCompile(`^__docket_cwd="\$\(mktemp\)" && \{ ` + quotedRE + ` exec -confine ` + quotedRE + ` -digest '(sha256:[0-9a-f]{64})' -mechanism '([a-z]+)' `)
+
+// quotedRE matches one word as shellQuote writes it.
+const quotedRE = `(?:'[^']*'|\\')+`
 
 // shellQuote quotes s for a POSIX shell (and zsh).
 func shellQuote(s string) string {
