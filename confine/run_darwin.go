@@ -53,3 +53,6 @@ func Run(c *Confinement, cmd Command) (int, error) {
 	}
 	return st.ExitStatus(), nil
 }
+
+// Mechanism returns the mechanism Run applies here ("" when none).
+func Mechanism() string { return Support().Mechanism }

@@ -24,15 +24,35 @@ import (
 // read.
 const minABI = 3
 
-// Support reports whether this kernel can apply a confinement: Landlock at
-// minABI or later and unprivileged user namespaces for the masks.
-func Support() Status {
+// landlockABI returns the kernel's Landlock ABI, or why it cannot be used.
+func landlockABI() (int, error) {
 	v, err := ll.LandlockGetABIVersion()
 	if err != nil {
-		return Status{Detail: fmt.Sprintf("Landlock unavailable: %v", err)}
+		return 0, fmt.Errorf("Landlock unavailable: %v", err)
 	}
 	if v < minABI {
-		return Status{Detail: fmt.Sprintf("Landlock ABI %d, want %d or later", v, minABI)}
+		return v, fmt.Errorf("Landlock ABI %d, want %d or later", v, minABI)
+	}
+	return v, nil
+}
+
+// Mechanism returns the mechanism Run applies here, checking only what one
+// system call can tell (the Landlock ABI): Run itself fails, closed, when
+// the user namespace it needs is refused. Support checks that too.
+func Mechanism() string {
+	if _, err := landlockABI(); err != nil {
+		return ""
+	}
+	return MechanismLandlock
+}
+
+// Support reports whether this kernel can apply a confinement: Landlock at
+// minABI or later and unprivileged user namespaces for the masks (tried by
+// starting a process in one).
+func Support() Status {
+	v, err := landlockABI()
+	if err != nil {
+		return Status{Detail: err.Error()}
 	}
 	if err := probeUserns(); err != nil {
 		return Status{Detail: fmt.Sprintf("Landlock ABI %d, but no user namespace for the masks: %v", v, err)}
@@ -81,8 +101,8 @@ func Run(c *Confinement, cmd Command) (int, error) {
 	if len(cmd.Args) == 0 {
 		return 0, errors.New("no command")
 	}
-	if s := Support(); s.Mechanism == "" {
-		return 0, cannot("%s", s.Detail)
+	if _, err := landlockABI(); err != nil {
+		return 0, cannot("%v", err)
 	}
 	masks, err := c.Masks()
 	if err != nil {

@@ -80,8 +80,8 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		errorf(stderr, "exec: %v; the command did not run", err)
 		return confine.ExitCannotConfine
 	}
-	if st := confine.Support(); *mechanism != "" && st.Mechanism != *mechanism {
-		errorf(stderr, "exec: the confinement must be applied with %s, and this machine has %s; the command did not run", *mechanism, st)
+	if m := confine.Mechanism(); *mechanism != "" && m != *mechanism {
+		errorf(stderr, "exec: the confinement must be applied with %s, and this machine has %q; the command did not run", *mechanism, m)
 		return confine.ExitCannotConfine
 	}
 	code, err := confine.Run(c, confine.Command{Args: argv, Env: env, Stdin: stdin, Stdout: stdout, Stderr: stderr})
