@@ -28,10 +28,10 @@ const minABI = 3
 func landlockABI() (int, error) {
 	v, err := ll.LandlockGetABIVersion()
 	if err != nil {
-		return 0, fmt.Errorf("Landlock unavailable: %v", err)
+		return 0, fmt.Errorf("no Landlock: %v", err)
 	}
 	if v < minABI {
-		return v, fmt.Errorf("Landlock ABI %d, want %d or later", v, minABI)
+		return v, fmt.Errorf("the kernel's Landlock ABI is %d, want %d or later", v, minABI)
 	}
 	return v, nil
 }
@@ -129,12 +129,19 @@ func Run(c *Confinement, cmd Command) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	reportR, reportW, err := os.Pipe()
+	if err != nil {
+		r.Close()
+		w.Close()
+		return 0, err
+	}
+	defer reportR.Close()
 	child := exec.Command(self)
 	child.Args = []string{"docket-confined"}
 	child.Env = []string{stageEnv + "=exec"}
 	child.Dir = cmd.Dir
 	child.Stdin, child.Stdout, child.Stderr = orStd(cmd.Stdin, os.Stdin), orStdW(cmd.Stdout, os.Stdout), orStdW(cmd.Stderr, os.Stderr)
-	child.ExtraFiles = []*os.File{r}
+	child.ExtraFiles = []*os.File{r, reportW}
 	child.SysProcAttr = usernsAttr()
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
@@ -142,9 +149,16 @@ func Run(c *Confinement, cmd Command) (int, error) {
 	if err := child.Start(); err != nil {
 		r.Close()
 		w.Close()
+		reportW.Close()
 		return 0, cannot("starting the confined stage: %v", err)
 	}
 	r.Close()
+	reportW.Close()
+	report := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(reportR, 4096))
+		report <- string(b)
+	}()
 	_, werr := w.Write(data)
 	w.Close()
 	done := make(chan struct{})
@@ -160,6 +174,9 @@ func Run(c *Confinement, cmd Command) (int, error) {
 	}()
 	err = child.Wait()
 	close(done)
+	if msg := <-report; msg != "" {
+		return 0, cannot("%s", msg)
+	}
 	if werr != nil {
 		return 0, fmt.Errorf("handing the confinement over: %w", werr)
 	}
@@ -167,11 +184,8 @@ func Run(c *Confinement, cmd Command) (int, error) {
 	if err != nil && !ok {
 		return 0, err
 	}
-	switch {
-	case st.Signaled():
+	if st.Signaled() {
 		return 128 + int(st.Signal()), nil
-	case st.ExitStatus() == stageFailed:
-		return 0, cannot("the confined stage could not confine the command (see above)")
 	}
 	return st.ExitStatus(), nil
 }
@@ -192,41 +206,50 @@ func Stage() {
 	case "probe":
 		os.Exit(0)
 	}
-	if err := stage(); err != nil {
-		fmt.Fprintf(os.Stderr, "docket: error: exec: cannot confine the command: %v\n", err)
+	// Descriptor 4 reports a failure to confine to the first stage; it
+	// closes on exec, so reading it to its end tells the first stage that
+	// the command started (nothing read) or why not.
+	report := os.NewFile(4, "report")
+	syscall.CloseOnExec(4)
+	args, env, err := stage()
+	if err != nil {
+		fmt.Fprintf(report, "%v", err)
 		os.Exit(stageFailed)
 	}
-}
-
-func stage() error {
-	f := os.NewFile(3, "plan")
-	data, err := io.ReadAll(io.LimitReader(f, 64<<20))
-	f.Close()
-	if err != nil {
-		return err
-	}
-	var p plan
-	if err := json.Unmarshal(data, &p); err != nil {
-		return fmt.Errorf("reading the plan: %w", err)
-	}
-	if p.Confinement == nil || len(p.Args) == 0 {
-		return errors.New("empty plan")
-	}
-	if err := applyMasks(p.MaskDir, p.Masks); err != nil {
-		return err
-	}
-	if err := landlockSelf(p.Confinement); err != nil {
-		return err
-	}
-	path, err := lookPath(p.Args[0], p.Env)
+	report.Close()
+	path, err := lookPath(args[0], env)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "docket: error: exec: %v\n", err)
 		os.Exit(127)
 	}
-	err = syscall.Exec(path, p.Args, p.Env)
-	fmt.Fprintf(os.Stderr, "docket: error: exec %s: %v\n", p.Args[0], err)
+	err = syscall.Exec(path, args, env)
+	fmt.Fprintf(os.Stderr, "docket: error: exec %s: %v\n", args[0], err)
 	os.Exit(126)
-	return nil
+}
+
+// stage reads the plan, applies the masks and Landlock to this process,
+// and returns the command to execute.
+func stage() (args, env []string, err error) {
+	f := os.NewFile(3, "plan")
+	data, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	f.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	var p plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, nil, fmt.Errorf("reading the plan: %w", err)
+	}
+	if p.Confinement == nil || len(p.Args) == 0 {
+		return nil, nil, errors.New("empty plan")
+	}
+	if err := applyMasks(p.MaskDir, p.Masks); err != nil {
+		return nil, nil, err
+	}
+	if err := landlockSelf(p.Confinement); err != nil {
+		return nil, nil, err
+	}
+	return p.Args, p.Env, nil
 }
 
 // lookPath finds a program in the PATH of env.
