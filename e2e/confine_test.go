@@ -142,12 +142,14 @@ func TestClaudeCodeConfined(t *testing.T) {
 
 	allowed, confined, deniedByKernel := 0, 0, 0
 	decisions := map[string]string{}
+	inputs := map[string]string{} // tool_use_id → the decision's tool_input_hash
 	for _, pl := range p.receipts() {
 		if pl.SessionID == "docket-doctor" {
 			continue
 		}
 		if pl.HookEvent == receipts.PreToolUse {
 			decisions[pl.ToolUseID] = pl.Decision
+			inputs[pl.ToolUseID] = pl.ToolInputHash
 			if pl.Decision == "allow" {
 				allowed++
 			}
@@ -161,6 +163,9 @@ func TestClaudeCodeConfined(t *testing.T) {
 		} else {
 			confined++
 		}
+		if pl.ToolInputHash != inputs[pl.ToolUseID] {
+			t.Errorf("execution %s: tool_input_hash %s, want the decision's %s (the call as the agent asked for it)", pl.ToolUseID, pl.ToolInputHash, inputs[pl.ToolUseID])
+		}
 		if pl.Reason == receipts.ReasonConfinementDenied {
 			deniedByKernel++
 		}
@@ -172,4 +177,63 @@ func TestClaudeCodeConfined(t *testing.T) {
 		t.Errorf("%d confined executions, want %d", confined, len(m.script))
 	}
 	t.Logf("%d allowed, %d confined executions, %d receipted as confinement_denied", allowed, confined, deniedByKernel)
+}
+
+// TestGeminiCLIConfined drives the real Gemini CLI in a project that
+// confines: its BeforeTool hook answers hookSpecificOutput.tool_input, and
+// the shell call runs under docket exec: a read of ~/.ssh/id_ed25519 the
+// analyser allows gets nothing, the receipts name the confinement.
+func TestGeminiCLIConfined(t *testing.T) {
+	bin := agentBin(t, "gemini")
+	if s := confine.Support(); s.Mechanism == "" {
+		t.Skip(s)
+	}
+	const key = "FIXTURE-SSH-KEY-for-docket-gemini"
+	p := newAgentProject(t, "gemini")
+	writeFile(t, filepath.Join(p.home, ".ssh", "id_ed25519"), key+"\n")
+	s := store.Open(p.dir)
+	cfg, err := s.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Confine = true
+	if err := s.WriteConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(p.home, ".gemini", "settings.json"),
+		`{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"disableAutoUpdate":true},"privacy":{"usageStatisticsEnabled":false}}`)
+	writeFile(t, filepath.Join(p.home, ".gemini", "trustedFolders.json"), fmt.Sprintf(`{%q: "TRUST_FOLDER"}`, p.dir))
+	m := newModelServer(t, "gemini", []action{
+		{"shell", `cd "$HOME" && grep -r "" .ssh`},
+		{"shell", "touch " + filepath.Join(p.dir, "confined-marker")},
+	})
+	out, code := p.run([]string{"GEMINI_API_KEY=scripted", "GOOGLE_GEMINI_BASE_URL=" + m.URL}, bin, "-p", "run the scripted calls", "--yolo", "-m", "gemini-2.5-flash")
+	t.Logf("gemini: exit %d\n%s", code, out)
+	if m.calls < len(m.script) {
+		t.Fatalf("the agent asked for %d calls, want %d\n%s", m.calls, len(m.script), m.requests())
+	}
+	if m.sent(key) {
+		t.Errorf("the key reached the model under confinement")
+	}
+	if !p.exists(filepath.Join(p.dir, "confined-marker")) {
+		m.mu.Lock()
+		last := string(m.bodies[len(m.bodies)-1])
+		m.mu.Unlock()
+		i := strings.LastIndex(last, "functionResponse")
+		t.Errorf("confined-marker missing: the confined command did not run\n%s\nlast response: %.1500s", out, last[max(0, i):])
+	}
+	confined := 0
+	for _, pl := range p.receipts() {
+		if pl.SessionID == "docket-doctor" || (pl.HookEvent != receipts.PostToolUse && pl.HookEvent != receipts.PostToolUseFailure) {
+			continue
+		}
+		if c := pl.Confinement; c != nil && c.Mechanism == confine.MechanismLandlock {
+			confined++
+		} else {
+			t.Errorf("execution %d: confinement %+v, want landlock", pl.Sequence, pl.Confinement)
+		}
+	}
+	if confined != 2 {
+		t.Errorf("%d confined executions, want 2", confined)
+	}
 }

@@ -29,7 +29,29 @@ import (
 // wrapperRE matches a command the pre hook rewrote, capturing the digest
 // and mechanism it named. The post hook reads them back for the
 // execution receipt.
-var wrapperRE = regexp.MustCompile(`^__docket_cwd="\$\(mktemp\)" && \{ ` + quotedRE + ` exec -confine ` + quotedRE + ` -digest '(sha256:[0-9a-f]{64})' -mechanism '([a-z]+)' `)
+var wrapperRE = regexp.MustCompile(`^(?:__docket_cwd="\$\(mktemp\)" && \{ )?` + quotedRE + ` exec -confine ` + quotedRE + ` -digest '(sha256:[0-9a-f]{64})' -mechanism '([a-z]+)' `)
+
+// shellRE captures the original command of a rewritten one.
+var shellRE = regexp.MustCompile(` -mechanism '[a-z]+' (?:-cwd-file "\$__docket_cwd" )?-shell (` + quotedRE + `)(?:; __docket_st=\$\?; |$)`)
+
+// shellUnquote reverses shellQuote.
+func shellUnquote(q string) string {
+	var b strings.Builder
+	for len(q) > 0 {
+		if strings.HasPrefix(q, `\'`) {
+			b.WriteByte('\'')
+			q = q[2:]
+			continue
+		}
+		end := strings.IndexByte(q[1:], '\'')
+		if q[0] != '\'' || end < 0 {
+			return b.String() + q
+		}
+		b.WriteString(q[1 : end+1])
+		q = q[end+2:]
+	}
+	return b.String()
+}
 
 // quotedRE matches one word as shellQuote writes it.
 const quotedRE = `(?:'[^']*'|\\')+`
@@ -39,9 +61,17 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// confinedCommand returns the Bash command that runs command under the
-// confinement in file.
-func confinedCommand(docket, file, digest, mechanism, command string) string {
+// confinedCommand returns the shell command that runs command under the
+// confinement in file. With carryCwd (Claude Code, whose Bash tool keeps
+// the working directory from one call to the next) the tool's shell
+// follows the confined shell's last directory; without it (Gemini CLI
+// and Codex run each command afresh, and Gemini refuses a command with
+// $(…) in it) the command is docket exec alone.
+func confinedCommand(docket, file, digest, mechanism, command string, carryCwd bool) string {
+	if !carryCwd {
+		return shellQuote(docket) + ` exec -confine ` + shellQuote(file) + ` -digest ` + shellQuote(digest) +
+			` -mechanism ` + shellQuote(mechanism) + ` -shell ` + shellQuote(command)
+	}
 	return `__docket_cwd="$(mktemp)" && { ` + shellQuote(docket) + ` exec -confine ` + shellQuote(file) +
 		` -digest ` + shellQuote(digest) + ` -mechanism ` + shellQuote(mechanism) +
 		` -cwd-file "$__docket_cwd" -shell ` + shellQuote(command) +
@@ -99,7 +129,7 @@ func confineBash(ctx context.Context, opts Options, toolName string, event map[s
 	for k, v := range in {
 		updated[k] = v
 	}
-	updated["command"] = confinedCommand(docket, file, digest, st.Mechanism, command)
+	updated["command"] = confinedCommand(docket, file, digest, st.Mechanism, command, opts.Agent == Claude)
 	// Claude Code and Codex (since 0.13x, openai/codex#20527) apply
 	// updatedInput beside permissionDecision "allow"; Gemini CLI merges
 	// hookSpecificOutput.tool_input into the call's arguments.
@@ -126,9 +156,14 @@ func confineBash(ctx context.Context, opts Options, toolName string, event map[s
 // "unconfined" for another Bash command in a project that confines, nil
 // otherwise. denied reports a result that shows a file operation the
 // kernel refused under the confinement.
-func executionConfinement(opts Options, toolName string, event map[string]any) (c *receipts.Confinement, denied bool) {
+//
+// For a rewritten call, inputHash is the tool_input_hash of the call as the
+// agent asked for it (the command before the rewrite): the execution
+// receipt commits to the same input as its decision, and links to it by
+// that hash where the agent sends no tool_use_id (Gemini CLI).
+func executionConfinement(opts Options, toolName string, event map[string]any) (c *receipts.Confinement, denied bool, inputHash string) {
 	if toolName != opts.Agent.ShellTool() {
-		return nil, false
+		return nil, false, ""
 	}
 	in, _ := event["tool_input"].(map[string]any)
 	command, _ := in["command"].(string)
@@ -137,10 +172,20 @@ func executionConfinement(opts Options, toolName string, event map[string]any) (
 		if e, ok := event["error"].(string); ok {
 			out = append(out, e...)
 		}
-		return &receipts.Confinement{Mechanism: m[2], Digest: m[1]}, confine.Denied(string(out))
+		if sm := shellRE.FindStringSubmatch(command); sm != nil {
+			orig := make(map[string]any, len(in))
+			for k, v := range in {
+				orig[k] = v
+			}
+			orig["command"] = shellUnquote(sm[1])
+			if canon, err := receipts.Canonicalize(orig); err == nil {
+				inputHash = sha256Ref(canon)
+			}
+		}
+		return &receipts.Confinement{Mechanism: m[2], Digest: m[1]}, confine.Denied(string(out)), inputHash
 	}
 	if cfg, err := opts.Store.Config(); err == nil && cfg.Confine {
-		return &receipts.Confinement{Unconfined: true}, false
+		return &receipts.Confinement{Unconfined: true}, false, ""
 	}
-	return nil, false
+	return nil, false, ""
 }

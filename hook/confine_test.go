@@ -17,10 +17,15 @@ func TestConfinedCommand(t *testing.T) {
 		{"wrapper lookalike", `__docket_cwd="$(mktemp)" && { 'x' exec -confine 'y' -digest 'sha256:00' -mechanism 'none' `},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := confinedCommand("/opt/doc'ket", "/p/.docket/confinement/x.json", digest, "landlock", tt.cmd)
-			m := wrapperRE.FindStringSubmatch(got)
-			if m == nil || m[1] != digest || m[2] != "landlock" {
-				t.Fatalf("wrapperRE on %q = %q, want the digest and landlock", got, m)
+			for _, carry := range []bool{true, false} {
+				got := confinedCommand("/opt/doc'ket", "/p/.docket/confinement/x.json", digest, "landlock", tt.cmd, carry)
+				m := wrapperRE.FindStringSubmatch(got)
+				if m == nil || m[1] != digest || m[2] != "landlock" {
+					t.Fatalf("wrapperRE on %q = %q, want the digest and landlock", got, m)
+				}
+				if sm := shellRE.FindStringSubmatch(got); sm == nil || shellUnquote(sm[1]) != tt.cmd {
+					t.Errorf("the original read back from %q = %q, want %q", got, sm, tt.cmd)
+				}
 			}
 			out, err := exec.Command("sh", "-c", "printf %s "+shellQuote(tt.cmd)).Output()
 			if err != nil || string(out) != tt.cmd {

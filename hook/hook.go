@@ -418,7 +418,10 @@ func record(opts Options, event map[string]any) error {
 	if ev.Failed {
 		hookEvent = receipts.PostToolUseFailure
 	}
-	confinement, denied := executionConfinement(opts, ev.ToolName, event)
+	confinement, denied, origHash := executionConfinement(opts, ev.ToolName, event)
+	if origHash != "" {
+		ev.ToolInputHash = origHash
+	}
 	reason := ""
 	if denied && opts.Kind != SessionStart && opts.Kind != SessionEnd {
 		hookEvent, reason = receipts.PostToolUseFailure, receipts.ReasonConfinementDenied
