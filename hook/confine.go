@@ -109,9 +109,11 @@ func confineBash(ctx context.Context, opts Options, toolName string, event map[s
 	if !ok {
 		return block("gate error: Bash call without a command; the call is blocked"), true
 	}
-	st := confine.Support()
-	if st.Mechanism == "" {
-		return block("denied: this project confines its commands and this machine cannot (%s) [confinement_unavailable]", st.Detail), true
+	// The cheap check (one system call) on every call; docket exec fails
+	// closed if the user namespace is refused, and doctor checks that.
+	mechanism := confine.Mechanism()
+	if mechanism == "" {
+		return block("denied: this project confines its commands and this machine cannot (%s) [confinement_unavailable]", confine.Support().Detail), true
 	}
 	c, file, err := confine.ForProject(ctx, opts.Store.Project)
 	if err != nil {
@@ -129,7 +131,7 @@ func confineBash(ctx context.Context, opts Options, toolName string, event map[s
 	for k, v := range in {
 		updated[k] = v
 	}
-	updated["command"] = confinedCommand(docket, file, digest, st.Mechanism, command, opts.Agent == Claude)
+	updated["command"] = confinedCommand(docket, file, digest, mechanism, command, opts.Agent == Claude)
 	// Claude Code and Codex (since 0.13x, openai/codex#20527) apply
 	// updatedInput beside permissionDecision "allow"; Gemini CLI merges
 	// hookSpecificOutput.tool_input into the call's arguments.
@@ -137,7 +139,7 @@ func confineBash(ctx context.Context, opts Options, toolName string, event map[s
 		"hookSpecificOutput": map[string]any{
 			"hookEventName":            receipts.PreToolUse,
 			"permissionDecision":       decision,
-			"permissionDecisionReason": fmt.Sprintf("docket: %s; runs confined (%s %s)", reason, st.Mechanism, digest[:len("sha256:")+12]),
+			"permissionDecisionReason": fmt.Sprintf("docket: %s; runs confined (%s %s)", reason, mechanism, digest[:len("sha256:")+12]),
 			"updatedInput":             updated,
 		},
 	}
