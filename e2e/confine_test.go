@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,6 +84,7 @@ func TestClaudeCodeConfined(t *testing.T) {
 			{"shell", "cd .. && touch confined-marker && pwd"},
 			{"shell", `cd "$HOME" && grep -r "" .ssh`},
 			{"shell", `cd ` + p.dir + ` && printf 'all:\n\t@cat $$HOME/.ssh/id_ed25519\n' > Makefile && make`},
+			{"shell", `cd ` + p.dir + ` && printf 'all:\n\t@echo planted >> .git/hooks/pre-commit\n' > Makefile.w && make -f Makefile.w`},
 		}
 	}
 	run := func(confined bool) (*agentProject, *modelServer, string) {
@@ -169,6 +171,15 @@ func TestClaudeCodeConfined(t *testing.T) {
 		if pl.Reason == receipts.ReasonConfinementDenied {
 			deniedByKernel++
 		}
+	}
+	if deniedByKernel == 0 {
+		t.Errorf("no execution receipted as %s: the write to .git/hooks the kernel refused (%q) should be", receipts.ReasonConfinementDenied, got["toolu_08"].text)
+	}
+	if b, _ := os.ReadFile(filepath.Join(p.dir, ".git", "hooks", "pre-commit")); strings.Contains(string(b), "planted") {
+		t.Errorf(".git/hooks/pre-commit was written under confinement")
+	}
+	if b, _ := os.ReadFile(filepath.Join(plainP.dir, ".git", "hooks", "pre-commit")); !strings.Contains(string(b), "planted") {
+		t.Errorf("without confinement the Makefile did not write .git/hooks/pre-commit: the case tests nothing (%q)", plain["toolu_08"].text)
 	}
 	if decisions["toolu_06"] != "allow" && decisions["toolu_07"] != "allow" {
 		t.Errorf("the analyser allows neither read of the key (%v): the test shows no command the analyser misread", decisions)
