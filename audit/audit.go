@@ -59,6 +59,7 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	kids := make(map[string]bool) // the issuers of the presented receipts
 	for _, c := range chains {
 		out.add(checkChain(cfg.Keys, c, presented, kids)...)
+		out.add(unconfinedCalls(cfg.Keys, c)...)
 	}
 	if len(chains) > 0 && len(v.Issuers) == 0 {
 		v.Issuers = kids

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/docketlog/docket/confine"
 	"io"
 	"net"
 	"net/http"
@@ -75,6 +76,9 @@ func TestScripts(t *testing.T) {
 		Condition: func(cond string) (bool, error) {
 			if cond == "short" {
 				return testing.Short(), nil
+			}
+			if cond == "confines" { // this kernel can apply a confinement (package confine)
+				return confine.Support().Mechanism != "", nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

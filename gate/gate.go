@@ -325,6 +325,10 @@ type Event struct {
 	// TranscriptHash, on a SessionEnd, is the transcript_hash of the
 	// agent's record the reconciliation read (package reconcile).
 	TranscriptHash string
+	// Confinement, for an execution, is the confinement the call ran
+	// under, or "unconfined" where the project asked for one and the call
+	// ran without (package confine).
+	Confinement *receipts.Confinement
 	// Reason, for an execution, replaces the receipt's reason (executed,
 	// execution_failed), e.g. receipts.ReasonCancelled. An unlinked
 	// execution keeps receipts.ReasonUnlinked.
@@ -391,6 +395,7 @@ func (g *Gate) Record(ctx context.Context, e Event) (Recorded, error) {
 			p.Type = receipts.TypeDecision
 			p.ToolName, p.ToolUseID = e.ToolName, e.ToolUseID
 			p.ToolInputHash, p.ToolOutputHash = e.ToolInputHash, e.ToolOutputHash
+			p.Confinement = e.Confinement
 			p.Reason = receipts.ReasonExecuted
 			if e.HookEvent == receipts.PostToolUseFailure {
 				p.Reason = receipts.ReasonExecutionFailed

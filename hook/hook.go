@@ -301,9 +301,15 @@ func pre(ctx context.Context, opts Options, in input) answer {
 	// allow (gate.Decision.Answer); its receipt says it was not enforced.
 	switch d.Answer() {
 	case policy.Allow:
+		if a, ok := confineBash(ctx, opts, ev.ToolName, in.event, "allow", "allowed"); ok {
+			return a
+		}
 		// No output: an explicit "allow" would skip the agent's own permission checks.
 		return answer{code: ExitOK}
 	case policy.RequireApproval:
+		if a, ok := confineBash(ctx, opts, ev.ToolName, in.event, "ask", oneLine(d.Message)); ok {
+			return a
+		}
 		if opts.Agent == Claude {
 			return answer{code: ExitOK, stdout: askAnswer(d.Decision)}
 		}
@@ -434,7 +440,16 @@ func record(opts Options, event map[string]any) (note string, err error) {
 	if ev.Failed {
 		hookEvent = receipts.PostToolUseFailure
 	}
+	confinement, denied, origHash := executionConfinement(opts, ev.ToolName, event)
+	if origHash != "" {
+		ev.ToolInputHash = origHash
+	}
+	reason := ""
+	if denied && opts.Kind != SessionStart && opts.Kind != SessionEnd {
+		hookEvent, reason = receipts.PostToolUseFailure, receipts.ReasonConfinementDenied
+	}
 	r, err := g.Record(ctx, gate.Event{
+		Confinement: confinement, Reason: reason,
 		HookEvent: hookEvent,
 		SessionID: ev.SessionID,
 		Agent:     opts.Agent.ReceiptName(),

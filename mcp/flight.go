@@ -152,7 +152,7 @@ func (r *relay) record(f *flight, event, reason, outputHash string) {
 		// An ended ctx does not stop a record (gate.Gate.Record).
 		_, err := r.cfg.Gate.Record(context.Background(), gate.Event{HookEvent: event, SessionID: r.cfg.SessionID, Agent: r.agent,
 			ToolName: f.tool, ToolUseID: f.toolUseID, ToolInputHash: f.inputHash, ToolOutputHash: outputHash, Reason: reason,
-			Decision: f.decision})
+			Decision: f.decision, Confinement: r.cfg.Confinement})
 		return err
 	})
 	if err != nil {

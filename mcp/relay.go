@@ -57,6 +57,7 @@ import (
 	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/pic"
+	"github.com/docketlog/docket/receipts"
 )
 
 // DeniedCode is the JSON-RPC error code of a denial under Config.DenyAsError,
@@ -77,6 +78,9 @@ const DefaultMaxLine = strictjson.MaxDocumentSize
 type Config struct {
 	// Gate decides and records the calls. Required.
 	Gate *gate.Gate
+	// Confinement, when the server runs confined (docket mcp -confine), is
+	// what every execution receipt says it ran under.
+	Confinement *receipts.Confinement
 	// Server names the server in tool names: a call to tool T is decided as
 	// mcp__<Server>__<T>, as the hooks name MCP tools. Required.
 	Server string

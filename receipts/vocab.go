@@ -31,6 +31,10 @@ const (
 	// ReasonNoDecision is the reason of an unmediated_call: the agent's
 	// record holds the call, the chain no decision on it.
 	ReasonNoDecision = "no_decision"
+	// ReasonConfinementDenied: a confined command failed on a file
+	// operation the kernel refused (its result says permission denied or
+	// read-only file system).
+	ReasonConfinementDenied = "confinement_denied"
 )
 
 // Lifecycle events (lifecycle_event) of lifecycle receipts.

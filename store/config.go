@@ -44,6 +44,11 @@ type Config struct {
 	// exact tool input of each decided call, kept in .docket/journal
 	// (mode 0600) by its receipt's hash and never submitted.
 	Journal bool `json:"journal,omitempty"`
+	// Confine (docket init -confine) requires every shell command to run
+	// under the confinement derived from the policy (package confine):
+	// the Claude Code pre hook rewrites an allowed Bash call to run under
+	// docket exec, and denies it when this machine cannot confine it.
+	Confine bool `json:"confine,omitempty"`
 }
 
 // Validate checks that the configuration is usable: a well-formed log URL

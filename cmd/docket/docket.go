@@ -8,11 +8,13 @@ package main
 
 import (
 	"context"
+	"github.com/docketlog/docket/confine"
 	"os"
 
 	"github.com/docketlog/docket/internal/cli/docketcmd"
 )
 
 func main() {
+	confine.Stage() // the confined stage of docket exec: never returns
 	os.Exit(docketcmd.Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

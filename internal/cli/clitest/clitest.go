@@ -18,6 +18,7 @@ package clitest
 import (
 	"context"
 	"fmt"
+	"github.com/docketlog/docket/confine"
 	"io"
 	"os"
 	"os/signal"
@@ -34,6 +35,7 @@ import (
 // Main is a TestMain body: it runs the command the test binary was started
 // as, or else the tests with the commands on $PATH. It does not return.
 func Main(m testscript.TestingM) {
+	confine.Stage() // docket exec's confined stage re-executes this binary
 	// Built with -race, each command would sleep a second at exit
 	// (GORACE's atexit_sleep_ms) before reporting races that show only
 	// then; the tests start hundreds of them.

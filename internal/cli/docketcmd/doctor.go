@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 
@@ -92,6 +93,9 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}())
 
 	agents := hook.ConfiguredAgents(project)
+	for _, c := range hook.CheckConfine(s, agents, os.Getenv) {
+		check(c.Name, c.Err, c.Detail)
+	}
 	for _, agent := range agents {
 		for _, c := range hook.CheckAgent(ctx, project, agent) {
 			if c.Warning {

@@ -58,6 +58,9 @@ Options:
                            by its receipt's hash, in .docket/journal (0600), never
                            submitted; docket policy suggest reads it (-journal=false
                            stops it)
+    -confine               run every shell call under the policy's confinement
+                           (docket exec; denied where this machine cannot confine),
+                           and turn Codex's and Gemini CLI's own sandbox on
     -command CMD           the docket command hooks run (default: this binary)
     -mcp NAME              run MCP server NAME through docket mcp: rewrite its entry in
                            the MCP client config (the command after --, or the one
@@ -83,6 +86,7 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	requireLog := fs.Bool("require-log", false, "")
 	observe := fs.Bool("observe", false, "")
 	journal := fs.Bool("journal", false, "")
+	confineFlag := fs.Bool("confine", false, "")
 	agentNames := fs.String("agent", "", "")
 	mcpName := fs.String("mcp", "", "")
 	mcpConfig := fs.String("mcp-config", "", "")
@@ -126,6 +130,12 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		steps = append(steps, func() (string, error) { return initSettings(project, a, *command) })
 	}
 	steps = append(steps, func() (string, error) { return initGitignore(s) })
+	if *confineFlag {
+		steps = append(steps, func() (string, error) {
+			msgs, err := hook.InitConfine(ctx, s, agents)
+			return strings.Join(msgs, "\n"), err
+		})
+	}
 	if *mcpName != "" {
 		steps = append(steps, func() (string, error) { return initMCP(s, *mcpName, *mcpConfig, fs.Args()) })
 	}

@@ -36,6 +36,8 @@ Commands:
     mcp         run a stdio MCP server behind the gate
     pic         verify a PIC action proposal
     reconcile   match an agent's own record of its sessions with the receipts
+    exec        run a command under the policy's confinement (Landlock, Seatbelt)
+    run         run an agent with its whole process tree confined
 
 Run "docket <command> -h" for a command's options.
 
@@ -68,6 +70,8 @@ var commands = map[string]command{
 	"mcp":             runMCP,
 	"pic":             runPIC,
 	"reconcile":       runReconcile,
+	"exec":            runExec,
+	"run":             runRun,
 	// The demo's MCP server (docket demo), not listed in the usage.
 	"demo-mcp-server": runDemoMCPServer,
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/mcp"
+	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
 
@@ -46,6 +47,8 @@ Options:
     -max-line BYTES       cap on one client message (default 1048576)
     -grace DURATION       wait before SIGTERM, then SIGKILL, once the client is gone (default 2s)
     -log FILE             append one JSON line per decided call to FILE
+    -confine              run the server under the policy's confinement (docket exec);
+                          the server does not start where it cannot be applied
     -sync-every DURATION  when the project has a log, submit the session's receipts
                           to it in the background while the session runs: at most
                           DURATION apart, and right after each receipt is signed
@@ -71,6 +74,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	grace := fs.Duration("grace", 2*time.Second, "")
 	logFile := fs.String("log", "", "")
 	syncEvery := fs.Duration("sync-every", time.Second, "")
+	confineServer := fs.Bool("confine", false, "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -103,7 +107,15 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	st := g.Store()
+	var confinement *receipts.Confinement
+	if *confineServer {
+		if argv, confinement, err = confineServerCommand(ctx, project, argv); err != nil {
+			errorf(stderr, "mcp: %v; the server did not start", err)
+			return 2
+		}
+	}
 	cfg := mcp.Config{
+		Confinement:  confinement,
 		Gate:         g,
 		Server:       *name,
 		Command:      argv,

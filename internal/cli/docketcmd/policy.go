@@ -17,6 +17,7 @@ const policyUsage = `Usage:
     docket policy check [-dir DIR | FILE.cedar ...]
     docket policy eval [-dir DIR] [-agent NAME] < event.json
     docket policy suggest [-all] > .docket/policy/suggested.cedar
+    docket policy confinement [-json]
 
 check loads and validates a policy against the agent schema and prints its
 acta-policy-digest-v1 digest, its files and its policy IDs.
@@ -34,6 +35,10 @@ forbid or the default policy's forbids hold, programs that run anything,
 calls without a journaled input) it says as comments. The draft loads
 beside the project's policy: review it, save it under .docket/policy/, and
 run docket policy check.
+
+confinement prints the confinement derived from the policy's file rules
+(what a command run by docket exec may read and write), its digest and the
+kernel mechanism that applies it here; -json prints its canonical form.
 
 The policy is the project's .docket/policy unless -dir or files are given.
 
@@ -69,6 +74,14 @@ a command the policy forbids is denied.
 func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "suggest" {
 		return runPolicySuggest(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "confinement" {
+		fs := newFlagSet("docket policy confinement", policyUsage, stderr)
+		asJSON := fs.Bool("json", false, "")
+		if err := fs.Parse(args[1:]); err != nil {
+			return flagExit(err)
+		}
+		return printConfinement(ctx, "", *asJSON, stdout, stderr)
 	}
 	if len(args) == 0 || (args[0] != "check" && args[0] != "eval") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
