@@ -880,7 +880,18 @@ func makeModel(m *model, args []arg) {
 			switch {
 			case !ok:
 				m.unknown("make " + t)
-			case canon == "--file" || canon == "--makefile" || canon == "--include-dir" || canon == "--directory" || canon == "--eval" || canon == "--what-if" || canon == "--new-file" || canon == "--assume-new" || canon == "--assume-old" || canon == "--old-file":
+			case canon == "--file" || canon == "--makefile":
+				// Like the default Makefile, another makefile is a file
+				// make reads and whose recipes it runs: a read, judged
+				// by the file rules.
+				_, file, attached := strings.Cut(t, "=")
+				lit := args[i].lit
+				if !attached && i+1 < len(args) {
+					i++
+					file, lit = args[i].text, args[i].lit
+				}
+				m.reads = append(m.reads, arg{text: file, lit: lit})
+			case canon == "--include-dir" || canon == "--directory" || canon == "--eval" || canon == "--what-if" || canon == "--new-file" || canon == "--assume-new" || canon == "--assume-old" || canon == "--old-file":
 				m.unknown("make " + canon)
 			}
 			continue
@@ -889,12 +900,15 @@ func makeModel(m *model, args []arg) {
 			c := t[k]
 			switch {
 			case strings.IndexByte("fICEoWv", c) >= 0:
-				if c == 'C' && (k+1 < len(t) && t[k+1:] != "" || i+1 < len(args)) {
-					dir := t[k+1:]
-					if dir == "" && i+1 < len(args) {
-						dir = args[i+1].text
+				if (c == 'C' || c == 'f') && (k+1 < len(t) && t[k+1:] != "" || i+1 < len(args)) {
+					operand, lit := t[k+1:], args[i].lit
+					if operand == "" && i+1 < len(args) {
+						operand, lit = args[i+1].text, args[i+1].lit
 					}
-					m.reads = append(m.reads, arg{text: dir + "/Makefile", lit: true})
+					if c == 'C' {
+						operand += "/Makefile"
+					}
+					m.reads = append(m.reads, arg{text: operand, lit: lit})
 					if k == len(t)-1 {
 						i++
 					}
