@@ -96,6 +96,15 @@ func (l *findingList) add(fs ...Finding) {
 	}
 }
 
+// count is the number of findings added.
+func (l *findingList) count() int {
+	n := 0
+	for _, c := range l.perKind {
+		n += c
+	}
+	return n
+}
+
 // merge adds the findings of o, listed and counted.
 func (l *findingList) merge(o *findingList) {
 	l.init()
