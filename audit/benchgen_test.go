@@ -8,14 +8,21 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/transparency-dev/tessera"
+	"github.com/transparency-dev/tessera/api"
+	"github.com/transparency-dev/tessera/client"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/docketlog/docket/receipts"
@@ -174,4 +181,113 @@ func generateAuditInput(ctx context.Context, out string, n int) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, "log.vkey"), []byte(vkey+"\n"), 0o644)
+}
+
+var (
+	benchDir   = flag.String("audit.dir", "", "the directory TestGenerateAuditInput wrote, for BenchmarkFloor, BenchmarkStream and TestServeAuditLog")
+	benchServe = flag.String("audit.serve", "", "TestServeAuditLog serves -audit.dir/log at this loopback address until killed")
+)
+
+// BenchmarkFloor is the floor of an audit on this machine: one Ed25519
+// verification (crypto/ed25519) per receipt of the log in -audit.dir, on
+// all cores. scripts/audit-bench.sh runs it beside docket audit.
+func BenchmarkFloor(b *testing.B) {
+	if *benchDir == "" {
+		b.Skip("no -audit.dir")
+	}
+	pub, key, _ := ed25519.GenerateKey(rand.Reader)
+	msg := make([]byte, 600) // about a receipt's signing input
+	sig := ed25519.Sign(key, msg)
+	n := benchSize(b)
+	cpu := cpuTime()
+	for b.Loop() {
+		var wg sync.WaitGroup
+		workers := runtime.GOMAXPROCS(0)
+		for w := range workers {
+			wg.Go(func() {
+				for i := w; i < n; i += workers {
+					if !ed25519.Verify(pub, msg, sig) {
+						panic("verify")
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "verifications/s")
+	b.ReportMetric(float64(n)*float64(b.N)/(cpuTime()-cpu).Seconds(), "verifications/cpu-s")
+}
+
+// cpuTime is the CPU time (user and system) the process has used: on a
+// machine others share, rates per CPU second are what compare.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkStream is Tessera's client merely streaming the bundles of the
+// log in -audit.dir, from the directory and, with -audit.url, over HTTP.
+func BenchmarkStream(b *testing.B) {
+	if *benchDir == "" {
+		b.Skip("no -audit.dir")
+	}
+	n := uint64(benchSize(b))
+	fetchers := map[string]client.EntryBundleFetcherFunc{"local": client.FileFetcher{Root: filepath.Join(*benchDir, "log")}.ReadEntryBundle}
+	if *benchURL != "" {
+		u, _ := url.Parse(*benchURL + "/")
+		hf, err := client.NewHTTPFetcher(u, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fetchers["http"] = hf.ReadEntryBundle
+	}
+	for name, f := range fetchers {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				sizeFn := func(context.Context) (uint64, error) { return n, nil }
+				var got uint64
+				for bundle, err := range client.EntryBundles(b.Context(), uint(2*runtime.GOMAXPROCS(0)+2), sizeFn, f, 0, n) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					var eb api.EntryBundle
+					if err := eb.UnmarshalText(bundle.Data); err != nil {
+						b.Fatal(err)
+					}
+					got += uint64(bundle.RangeInfo.N)
+				}
+				if got != n {
+					b.Fatalf("streamed %d entries, want %d", got, n)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+		})
+	}
+}
+
+var benchURL = flag.String("audit.url", "", "the URL BenchmarkStream also reads -audit.dir's log from")
+
+// benchSize is the size of the log in -audit.dir.
+func benchSize(b *testing.B) int {
+	raw, err := os.ReadFile(filepath.Join(*benchDir, "log", "checkpoint"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := strings.SplitN(string(raw), "\n", 3)
+	n, err := strconv.Atoi(lines[1])
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// TestServeAuditLog serves the log in -audit.dir over loopback HTTP at
+// -audit.serve until it is killed, as a static tlog-tiles host would, for
+// docket audit -log http://… in scripts/audit-bench.sh.
+func TestServeAuditLog(t *testing.T) {
+	if *benchServe == "" {
+		t.Skip("no -audit.serve")
+	}
+	t.Fatal(http.ListenAndServe(*benchServe, http.FileServer(http.Dir(filepath.Join(*benchDir, "log")))))
 }
