@@ -48,14 +48,15 @@ type chainResult struct {
 // verifyChains verifies the presented chains, GOMAXPROCS chains at a time,
 // and returns the set of their receipts and the invalid_receipt findings in
 // chain order.
-func verifyChains(keys *receipts.KeySet, chains []Chain) (*presentedSet, []Finding, error) {
+// known, if not nil, vouches for receipts verified before (receipts.Options.Known).
+func verifyChains(keys *receipts.KeySet, chains []Chain, known func(string, ed25519.PublicKey) bool) (*presentedSet, []Finding, error) {
 	results := make([]chainResult, len(chains))
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range min(runtime.GOMAXPROCS(0), max(len(chains), 1)) {
 		wg.Go(func() {
 			for i := range next {
-				results[i] = verifyChain(keys, chains[i], uint32(i))
+				results[i] = verifyChain(receipts.Options{Keys: keys, Known: known}, chains[i], uint32(i))
 			}
 		})
 	}
@@ -102,14 +103,14 @@ func verifyChains(keys *receipts.KeySet, chains []Chain) (*presentedSet, []Findi
 
 // verifyChain verifies one chain as docket verify does, and keeps 48
 // bytes of each of its receipts.
-func verifyChain(keys *receipts.KeySet, c Chain, idx uint32) chainResult {
+func verifyChain(opts receipts.Options, c Chain, idx uint32) chainResult {
 	rs, err := c.receipts()
 	if err != nil {
 		return chainResult{err: fmt.Errorf("%s: %w", c.Source, err)}
 	}
 	var out chainResult
 	kids := make(map[string]bool)
-	for i, res := range receipts.VerifyChain(rs, receipts.Options{Keys: keys}) {
+	for i, res := range receipts.VerifyChain(rs, opts) {
 		it := presentedItem{chain: idx, pos: uint32(i)}
 		if h, ok := chainHash(res.Hash); ok {
 			it.hash, it.hashed = h, true
