@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,6 +78,10 @@ type Config struct {
 // (ledger.go): about a hundred bytes per log entry and fifty per presented
 // receipt, whatever their size.
 func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
+	if cfg.Size > math.MaxUint32 {
+		// A ledger's positions are 32 bits.
+		return nil, fmt.Errorf("a log of %d entries: an audit reads at most 2^32", cfg.Size)
+	}
 	var out findingList
 	st, err := openState(cfg.StateDir)
 	if err != nil {
