@@ -108,6 +108,9 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 		return finish(ctx, cfg, out.all())
 	}
 	l, rng := st.ledger, st.rng
+	// One allocation for the records to come, not a doubling slice whose
+	// old and new arrays are both alive while it grows.
+	l.recs = slices.Grow(l.recs, int(cfg.Size-min(cfg.Size, l.size())))
 	pr := newProgress(cfg.Progress, rng.End(), cfg.Size)
 	err = scanWith(ctx, cfg.Fetcher, rng.End(), cfg.Size, rng,
 		func(_ uint64, leaf []byte) parsed { return parseLedgerEntry(leaf, ps) },
