@@ -1,13 +1,19 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
+	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/tessera/client"
 
 	"github.com/docketlog/docket/internal/strictjson"
@@ -19,6 +25,17 @@ type Chain struct {
 	// Source names where the chain came from, for the report.
 	Source   string
 	Receipts [][]byte
+	// Load, if Receipts is nil, reads the receipts: an audit then holds the
+	// bytes of a few chains at a time, not of all, and reads a chain again
+	// only to report receipts of it that are not in the log.
+	Load func() ([][]byte, error)
+}
+
+func (c Chain) receipts() ([][]byte, error) {
+	if c.Receipts != nil || c.Load == nil {
+		return c.Receipts, nil
+	}
+	return c.Load()
 }
 
 // Config says what an audit reads and trusts.
@@ -40,6 +57,14 @@ type Config struct {
 	// EvidenceDir, if set, receives one evidence file per finding that has
 	// evidence.
 	EvidenceDir string
+	// StateDir, if set, keeps what the audit learnt of the log (its
+	// verified checkpoint and a fixed-size record of every entry) for the
+	// next audit, which then reads and verifies only the entries added
+	// since, after proving the log consistent with the checkpoint kept.
+	StateDir string
+	// Progress, if set, receives progress lines (a terminal's, "\r"
+	// rewritten): entries read, verified, findings, rate, time left.
+	Progress io.Writer
 	// RequireReconciled makes every selected session whose session_end
 	// carries no transcript_hash of a record read whole a finding
 	// (unreconciled); see unmediated.go.
@@ -50,21 +75,58 @@ type Config struct {
 // with the presented chains. It returns every finding; an error means the
 // audit could not be completed (undecidable), except that a log whose
 // entries do not match its signed root is a finding (root_mismatch).
+//
+// The presented chains are verified first, on all cores; a log entry that
+// holds byte for byte a presented receipt that verified, under the same
+// key, is not verified a second time. Its memory is that of a ledger
+// (ledger.go): about a hundred bytes per log entry and fifty per presented
+// receipt, whatever their size.
 func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
-	v := NewView()
-	v.Issuers = set(cfg.Issuers, nil)
-	v.Sessions = set(cfg.Sessions, Clip) // as records keep them
+	if cfg.Size > math.MaxUint32 {
+		// A ledger's positions are 32 bits.
+		return nil, fmt.Errorf("a log of %d entries: an audit reads at most 2^32", cfg.Size)
+	}
 	var out findingList
-	presented := make(map[string]bool)
-	kids := make(map[string]bool) // the issuers of the presented receipts
-	for _, c := range chains {
-		out.add(checkChain(cfg.Keys, c, presented, kids)...)
-		out.add(unconfinedCalls(cfg.Keys, c)...)
+	st, err := openState(cfg.StateDir)
+	if err != nil {
+		return nil, err
 	}
-	if len(chains) > 0 && len(v.Issuers) == 0 {
-		v.Issuers = kids
+	// A presented receipt the log held, byte for byte, when an earlier
+	// audit read and verified it is not verified again either.
+	ps, invalid, err := verifyChains(cfg.Keys, chains, st.ledger.knownFunc())
+	if err != nil {
+		return nil, err
 	}
-	err := Scan(ctx, cfg.Fetcher, cfg.Size, cfg.Root, NewRange(), v.Add)
+	out.add(invalid...)
+	sel := selection{issuers: set(cfg.Issuers, nil), sessions: set(cfg.Sessions, Clip)}
+	if len(chains) > 0 && len(sel.issuers) == 0 {
+		sel.issuers = ps.kids
+	}
+
+	if f, err := st.check(ctx, cfg); f != nil || err != nil {
+		// The log is not consistent with the one audited before.
+		if err != nil {
+			return nil, err
+		}
+		out.add(*f)
+		return finish(ctx, cfg, out.all())
+	}
+	l, rng := st.ledger, st.rng
+	// One allocation for the records to come, not a doubling slice whose
+	// old and new arrays are both alive while it grows.
+	l.recs = slices.Grow(l.recs, int(cfg.Size-min(cfg.Size, l.size())))
+	pr := newProgress(cfg.Progress, rng.End(), cfg.Size)
+	err = scanWith(ctx, cfg.Fetcher, rng.End(), cfg.Size, rng,
+		func(_ uint64, leaf []byte) parsed { return parseLedgerEntry(leaf, ps) },
+		func(p parsed) error {
+			l.add(p)
+			pr.tick(p.bad != nil)
+			return nil
+		})
+	if err == nil {
+		err = checkRoot(rng, cfg.Size, cfg.Root, st.size)
+	}
+	pr.done()
 	var rm *RootMismatchError
 	if errors.As(err, &rm) {
 		f, ferr := rootMismatch(ctx, cfg.Fetcher, cfg.Size, rm)
@@ -74,33 +136,54 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 		out.add(f)
 		// What the log served at that index is not in its tree: a bad
 		// entry there is the mismatch itself, not an entry the log holds.
-		v.findings.deleteFunc(func(b Finding) bool { return b.Kind == KindBadEntry && b.Index == f.Index })
+		l.bad.deleteFunc(func(b Finding) bool { return b.Kind == KindBadEntry && b.Index == f.Index })
 	} else if err != nil {
 		return nil, fmt.Errorf("reading the log: %w", err)
+	} else if err := st.save(cfg.Checkpoint, cfg.Size); err != nil {
+		return nil, err
 	}
 
+	var logFindings findingList
+	presented, unlogged := l.analyse(&sel, ps, &logFindings)
 	if len(chains) > 0 {
-		compare(v, chains, presented, &out)
-	}
-	v.logFindings(&out)
-	unenforcedFindings(v, &out)
-	v.reconciliationFindings(cfg.RequireReconciled, &out)
-	for _, r := range v.records {
-		if isExecution(r) {
-			if _, logged := v.byHash[r.DecisionReceiptHash]; !logged && !presented[r.DecisionReceiptHash] {
-				out.add(Finding{Kind: KindUnlinkedExecution, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
-					Message: fmt.Sprintf("session %q: logged execution %d links a decision that is neither logged nor presented", r.Session, r.Sequence),
-					records: []*Record{r}})
-			}
+		if err := compare(l, &sel, chains, ps, presented, &out); err != nil {
+			return nil, err
 		}
 	}
-	for _, issuer := range sortedKeys(v.issuers) {
-		if n := v.issuers[issuer].legacy; n > 0 {
-			out.add(Finding{Kind: KindUndecidedLegacy, Issuer: issuer, Notice: true,
-				Message: fmt.Sprintf("issuer %s: %d logged receipts carry no issuer_sequence; omissions among them cannot be decided from the log", issuer, n)})
+	out.merge(&logFindings)
+	l.unenforcedFindings(&sel, &out)
+	rd := &rereader{l: l, f: cfg.Fetcher, size: cfg.Size}
+	if err := l.reconciliationFindings(ctx, rd, &sel, cfg.RequireReconciled, &out); err != nil {
+		return nil, err
+	}
+	for _, idx := range unlogged {
+		r := &l.recs[idx]
+		x, _ := slices.BinarySearchFunc(l.execs, uint32(idx), func(x link, p uint32) int { return cmp.Compare(x.pos, p) })
+		if r.flags&flagLinkHash != 0 && ps.has(l.execs[x].hash) {
+			continue
+		}
+		rr := l.record(idx)
+		out.add(Finding{Kind: KindUnlinkedExecution, Issuer: rr.Issuer, Session: rr.Session, Sequence: r.seq, Index: idx,
+			Message: fmt.Sprintf("session %q: logged execution %d links a decision that is neither logged nor presented", rr.Session, r.seq),
+			records: []*Record{rr}})
+	}
+	var legacy []uint32
+	for id := range l.issuers {
+		if l.issuers[id].legacy > 0 && l.selectedIssuer(&sel, uint32(id)) {
+			legacy = append(legacy, uint32(id))
 		}
 	}
-	findings := out.all()
+	slices.SortFunc(legacy, func(a, b uint32) int { return strings.Compare(l.issuers[a].kid, l.issuers[b].kid) })
+	for _, id := range legacy {
+		is := &l.issuers[id]
+		out.add(Finding{Kind: KindUndecidedLegacy, Issuer: is.kid, Notice: true,
+			Message: fmt.Sprintf("issuer %s: %d logged receipts carry no issuer_sequence; omissions among them cannot be decided from the log", is.kid, is.legacy)})
+	}
+	return finish(ctx, cfg, out.all())
+}
+
+// finish writes the evidence of findings.
+func finish(ctx context.Context, cfg Config, findings []Finding) ([]Finding, error) {
 	if cfg.EvidenceDir != "" {
 		if err := prove(ctx, cfg.Fetcher, cfg.Checkpoint, cfg.Size, findings, evidenceWriter(cfg.EvidenceDir)); err != nil {
 			return nil, err
@@ -109,65 +192,70 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	return findings, nil
 }
 
-// checkChain verifies one presented chain and notes its receipts' hashes
-// and issuers.
-func checkChain(keys *receipts.KeySet, c Chain, presented, kids map[string]bool) []Finding {
-	var out []Finding
-	for i, res := range receipts.VerifyChain(c.Receipts, receipts.Options{Keys: keys}) {
-		if res.Hash != "" {
-			presented[res.Hash] = true
-		}
-		if res.KID != "" {
-			kids[res.KID] = true
-		}
-		if res.Outcome != receipts.Valid {
-			out = append(out, Finding{Kind: KindInvalidReceipt, Issuer: res.KID, Source: c.Source, Sequence: int64(i + 1),
-				Message: fmt.Sprintf("%s receipt %d: %s: %s: %s", c.Source, i+1, res.Outcome, res.Cause, res.Detail)})
-		}
+// checkRoot checks that rng, the entries [0, size), has the signed root.
+func checkRoot(rng *compact.Range, size uint64, root []byte, from uint64) error {
+	got, err := rng.GetRootHash(nil)
+	if err != nil {
+		return fmt.Errorf("computing root: %w", err)
 	}
-	return out
+	if string(got) != string(root) {
+		return &RootMismatchError{Size: size, Want: root, Got: got, FirstIndex: from}
+	}
+	return nil
 }
 
 // compare finds presented receipts missing from the log, and selected
 // logged receipts missing from what was presented: one withheld finding per
 // session, with the number of its entries withheld and the first of them as
 // evidence.
-func compare(v *View, chains []Chain, presented map[string]bool, out *findingList) {
-	for _, c := range chains {
-		for i, r := range c.Receipts {
-			h, err := receipts.Hash(r)
-			if err != nil {
-				continue // reported by checkChain
-			}
-			if _, ok := v.byHash[h]; ok {
+func compare(l *ledger, sel *selection, chains []Chain, ps *presentedSet, presented bitset, out *findingList) error {
+	// Dropped: read again only the chains that hold one.
+	for i := 0; i < len(ps.items); {
+		c := ps.items[i].chain
+		j := i
+		for j < len(ps.items) && ps.items[j].chain == c {
+			j++
+		}
+		items := ps.items[i:j]
+		i = j
+		if !slices.ContainsFunc(items, func(it presentedItem) bool { return it.hashed && !it.inLog }) {
+			continue
+		}
+		rs, err := chains[c].receipts()
+		if err != nil {
+			return fmt.Errorf("%s: %w", chains[c].Source, err)
+		}
+		for _, it := range items {
+			if !it.hashed || it.inLog || int(it.pos) >= len(rs) {
 				continue
 			}
 			// Members by their exact names: the strict parser, not
 			// encoding/json, which matches them case-insensitively.
-			doc, _ := strictjson.ParseObject(r)
+			doc, _ := strictjson.ParseObject(rs[it.pos])
 			payload, _ := doc["payload"].(map[string]any)
 			p := payloadFrom(payload)
 			issuer, _ := payload["issuer_id"].(string)
 			session, _ := payload["session_id"].(string)
-			rec := &Record{Issuer: issuer, Session: Clip(session), Payload: p}
-			if !v.selected(rec) {
+			session = Clip(session)
+			if len(sel.issuers) > 0 && !sel.issuers[issuer] || len(sel.sessions) > 0 && !sel.sessions[session] {
 				continue
 			}
-			out.add(Finding{Kind: KindDropped, Issuer: rec.Issuer, Session: rec.Session, Sequence: rec.Sequence, Source: c.Source,
-				Message: fmt.Sprintf("%s receipt %d (session %q, sequence %d, %s) is not in the log of size %d", c.Source, i+1, rec.Session, rec.Sequence, h, v.size)})
+			out.add(Finding{Kind: KindDropped, Issuer: issuer, Session: session, Sequence: p.Sequence, Source: chains[c].Source,
+				Message: fmt.Sprintf("%s receipt %d (session %q, sequence %d, %s) is not in the log of size %d", chains[c].Source, it.pos+1, session, p.Sequence, hashString(it.hash), l.size())})
 		}
 	}
-	type session struct{ issuer, session string }
+	type session struct{ issuer, session uint32 }
 	withheld := make(map[session]*Finding)
 	var order []session
 	more := make(map[session]int) // past MaxPerKind sessions, only counts
 
-	for _, r := range v.records {
+	for i := range l.recs {
+		r := &l.recs[i]
 		// Issuer checkpoints belong to no session chain: nobody presents them.
-		if presented[r.Hash] || r.LifecycleEvent == "issuer_checkpoint" {
+		if presented.has(uint64(i)) || r.flags&(flagIssuerCP|flagDuplicate) != 0 || !l.selected(sel, r) {
 			continue
 		}
-		k := session{r.Issuer, r.Session}
+		k := session{r.issuer, r.session}
 		if f := withheld[k]; f != nil {
 			f.Count++
 			continue
@@ -176,7 +264,8 @@ func compare(v *View, chains []Chain, presented map[string]bool, out *findingLis
 			more[k]++
 			continue
 		}
-		withheld[k] = &Finding{Kind: KindWithheld, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index, Count: 1, records: []*Record{r}}
+		rr := l.record(uint64(i))
+		withheld[k] = &Finding{Kind: KindWithheld, Issuer: rr.Issuer, Session: rr.Session, Sequence: rr.Sequence, Index: rr.Index, Count: 1, records: []*Record{rr}}
 		order = append(order, k)
 	}
 	for _, k := range order {
@@ -191,6 +280,7 @@ func compare(v *View, chains []Chain, presented map[string]bool, out *findingLis
 	for _, n := range more {
 		out.add(Finding{Kind: KindWithheld, Count: n})
 	}
+	return nil
 }
 
 // rootMismatch turns a root mismatch into a finding whose evidence is the

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/docketlog/docket/receipts"
@@ -12,11 +13,17 @@ import (
 // agent ran without the pre hook's rewrite.
 const KindUnconfinedCall = "unconfined_call"
 
-// unconfinedCalls returns one notice per valid execution receipt of c that
-// ran unconfined in a project that confines.
+// unconfinedCalls returns one notice per valid execution receipt of
+// c.Receipts (a presented chain as verifyChain loaded it) that ran
+// unconfined in a project that confines. Only a receipt whose bytes can
+// hold the member value "unconfined" (it, or a \u escape) is opened, and
+// so verified, a second time.
 func unconfinedCalls(keys *receipts.KeySet, c Chain) []Finding {
 	var out []Finding
 	for i, data := range c.Receipts {
+		if !bytes.Contains(data, []byte("unconfined")) && !bytes.Contains(data, []byte(`\u`)) {
+			continue
+		}
 		r, err := receipts.Open(data, keys)
 		if err != nil {
 			continue // reported by checkChain

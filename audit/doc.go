@@ -7,7 +7,12 @@
 // path that adds, drops, reorders or alters an entry cannot go unnoticed.
 // [Run] is the auditor: it compares the log with the session chains it was
 // shown and reports what was dropped, withheld or equivocated, gaps in the
-// issuers' own issuer_sequence, chain breaks and unlinked executions.
+// issuers' own issuer_sequence, chain breaks and unlinked executions. It
+// verifies each receipt once (a log entry byte for byte a verified
+// presented receipt is not verified again) and keeps a ledger of
+// fixed-size records, about a hundred bytes per entry whatever the entries
+// hold; with Config.StateDir the ledger is kept, and the next audit reads
+// only the entries added since.
 // [Monitor] follows a log over time: checkpoint quorum and consistency,
 // every new entry, and the witnesses' views. [IssuerIndex] is one issuer's
 // verifiable list of entries.

@@ -99,6 +99,19 @@ func (l *findingList) add(fs ...Finding) {
 	}
 }
 
+// listed reports whether the next finding of kind added will be listed,
+// not only counted: only a listed finding needs a message.
+func (l *findingList) listed(kind string) bool { return l.perKind[kind] < MaxPerKind }
+
+// count is the number of findings added.
+func (l *findingList) count() int {
+	n := 0
+	for _, c := range l.perKind {
+		n += c
+	}
+	return n
+}
+
 // merge adds the findings of o, listed and counted.
 func (l *findingList) merge(o *findingList) {
 	l.init()

@@ -249,8 +249,9 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 	unknown := make(map[string]*Finding)
 	var unknownOrder []string
 	moreUnknown := make(map[string]int)
+	progress.findings = func() int { return out.count() + len(unknownOrder) }
 	visit := func(r *Record, bad *BadEntry) error {
-		progress.tick()
+		progress.tick(bad != nil)
 		switch {
 		case bad != nil:
 			out.add(Finding{Kind: KindBadEntry, Index: bad.Index, Message: fmt.Sprintf("log entry %d is not a valid Docket entry: %v", bad.Index, bad.Err),
@@ -573,4 +574,11 @@ func (m *Monitor) Run(ctx context.Context, interval time.Duration) error {
 func forkFinding(kind, msg string, ev *Evidence) Finding {
 	ev.Message = msg
 	return Finding{Kind: kind, Message: msg, evidence: ev}
+}
+
+// seqKey is a position an entry may take: an issuer, session and sequence,
+// or an issuer and a negated issuer_sequence.
+type seqKey struct {
+	issuer, session string
+	seq             int64
 }

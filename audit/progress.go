@@ -7,12 +7,15 @@ import (
 	"time"
 )
 
-// progress prints catch-up progress to a terminal: entries read, entries/s
-// and the time left, at most once a second.
+// progress prints catch-up progress to a terminal, at most once a second:
+// entries read of the log's size, how many verified and how many did not,
+// the findings so far, entries/s and the time left.
 type progress struct {
 	w           io.Writer
 	start, last time.Time
 	from, to, n uint64
+	bad         uint64
+	findings    func() int
 }
 
 func newProgress(w io.Writer, from, to uint64) *progress {
@@ -20,21 +23,36 @@ func newProgress(w io.Writer, from, to uint64) *progress {
 	return &progress{w: w, start: now, last: now, from: from, to: to}
 }
 
-func (p *progress) tick() {
+// tick counts one entry read; bad says it did not verify.
+func (p *progress) tick(bad bool) {
 	p.n++
+	if bad {
+		p.bad++
+	}
 	if p.w == nil || p.n%1024 != 0 {
 		return
 	}
 	if now := time.Now(); now.Sub(p.last) >= time.Second {
 		p.last = now
-		rate := float64(p.n) / now.Sub(p.start).Seconds()
-		left := time.Duration(float64(p.to-p.from-p.n)/rate) * time.Second
-		fmt.Fprintf(p.w, "\rdocket: %d/%d entries, %.0f/s, %s left   ", p.from+p.n, p.to, rate, left.Round(time.Second))
+		p.print(now)
 	}
+}
+
+func (p *progress) print(now time.Time) {
+	rate := float64(p.n) / now.Sub(p.start).Seconds()
+	left := time.Duration(float64(p.to-p.from-p.n)/rate) * time.Second
+	findings := int(p.bad)
+	if p.findings != nil {
+		findings = p.findings()
+	}
+	pct := 100 * float64(p.from+p.n) / float64(max(p.to, 1))
+	fmt.Fprintf(p.w, "\rdocket: %d/%d entries read (%.0f%%), %d verified, %d findings, %.0f/s, %s left   ",
+		p.from+p.n, p.to, pct, p.n-p.bad, findings, rate, left.Round(time.Second))
 }
 
 func (p *progress) done() {
 	if p.w != nil && p.last != p.start {
+		p.print(time.Now())
 		fmt.Fprintln(p.w)
 	}
 }

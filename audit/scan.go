@@ -156,28 +156,40 @@ func Scan(ctx context.Context, f Fetcher, size uint64, root []byte, rng *compact
 			return err
 		}
 	}
-	got, err := rng.GetRootHash(nil)
-	if err != nil {
-		return fmt.Errorf("computing root: %w", err)
-	}
-	if string(got) != string(root) {
-		return &RootMismatchError{Size: size, Want: root, Got: got, FirstIndex: from}
-	}
-	return nil
+	return checkRoot(rng, size, root, from)
 }
 
 // maxReadAhead bounds the entry bundles a scan reads ahead.
 const maxReadAhead = 16
 
-type parsedBundle struct {
-	first   uint64
-	hashes  [][]byte
-	records []*Record
-	bad     []*BadEntry
-	err     error
+type parsedBundle[T any] struct {
+	first  uint64
+	hashes [][]byte
+	items  []T
+	err    error
+}
+
+// recordOrBad is what Scan's visit takes of one entry.
+type recordOrBad struct {
+	r   *Record
+	bad *BadEntry
 }
 
 func scanRange(ctx context.Context, f Fetcher, from, size uint64, rng *compact.Range, visit func(*Record, *BadEntry) error) error {
+	parse := func(idx uint64, leaf []byte) recordOrBad {
+		r, err := parseRecord(idx, leaf)
+		if err != nil {
+			return recordOrBad{bad: &BadEntry{Index: idx, Err: err}}
+		}
+		return recordOrBad{r: r}
+	}
+	return scanWith(ctx, f, from, size, rng, parse, func(x recordOrBad) error { return visit(x.r, x.bad) })
+}
+
+// scanWith reads the entries [from, size) of the log, appends their leaf
+// hashes to rng, and calls visit in index order with what parse made of
+// each; parse runs on all cores.
+func scanWith[T any](ctx context.Context, f Fetcher, from, size uint64, rng *compact.Range, parse func(idx uint64, leaf []byte) T, visit func(T) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	workers := runtime.GOMAXPROCS(0)
@@ -188,30 +200,30 @@ func scanRange(ctx context.Context, f Fetcher, from, size uint64, rng *compact.R
 
 	// Bundles are parsed by a pool of workers and consumed in order through
 	// a queue of futures.
-	queue := make(chan chan parsedBundle, 2*workers)
+	queue := make(chan chan parsedBundle[T], 2*workers)
 	sem := make(chan struct{}, workers)
 	go func() {
 		defer close(queue)
 		for b, err := range bundles {
-			c := make(chan parsedBundle, 1)
+			c := make(chan parsedBundle[T], 1)
 			select {
 			case queue <- c:
 			case <-ctx.Done():
 				return
 			}
 			if err != nil {
-				c <- parsedBundle{err: fmt.Errorf("reading entry bundle: %w", err)}
+				c <- parsedBundle[T]{err: fmt.Errorf("reading entry bundle: %w", err)}
 				return
 			}
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				c <- parsedBundle{err: ctx.Err()}
+				c <- parsedBundle[T]{err: ctx.Err()}
 				return
 			}
 			go func() {
 				defer func() { <-sem }()
-				c <- parseBundle(b)
+				c <- parseBundle(b, parse)
 			}()
 		}
 	}()
@@ -228,8 +240,7 @@ func scanRange(ctx context.Context, f Fetcher, from, size uint64, rng *compact.R
 			if err := rng.Append(h, nil); err != nil {
 				return err
 			}
-			r, bad := pb.records[i], pb.bad[i]
-			if err := visit(r, bad); err != nil {
+			if err := visit(pb.items[i]); err != nil {
 				return err
 			}
 		}
@@ -241,31 +252,20 @@ func scanRange(ctx context.Context, f Fetcher, from, size uint64, rng *compact.R
 	return nil
 }
 
-func parseBundle(b client.Bundle) parsedBundle {
+func parseBundle[T any](b client.Bundle, parse func(idx uint64, leaf []byte) T) parsedBundle[T] {
 	ri := b.RangeInfo
 	entries, err := splitBundle(b.Data, layout.EntryBundleWidth)
 	if err != nil {
-		return parsedBundle{err: fmt.Errorf("entry bundle %d: %w", ri.Index, err)}
+		return parsedBundle[T]{err: fmt.Errorf("entry bundle %d: %w", ri.Index, err)}
 	}
 	if uint(len(entries)) < ri.First+ri.N {
-		return parsedBundle{err: fmt.Errorf("entry bundle %d has %d entries, want at least %d", ri.Index, len(entries), ri.First+ri.N)}
+		return parsedBundle[T]{err: fmt.Errorf("entry bundle %d has %d entries, want at least %d", ri.Index, len(entries), ri.First+ri.N)}
 	}
 	first := ri.Index*256 + uint64(ri.First)
-	pb := parsedBundle{
-		first:   first,
-		hashes:  make([][]byte, ri.N),
-		records: make([]*Record, ri.N),
-		bad:     make([]*BadEntry, ri.N),
-	}
+	pb := parsedBundle[T]{first: first, hashes: make([][]byte, ri.N), items: make([]T, ri.N)}
 	for i, leaf := range entries[ri.First : ri.First+ri.N] {
-		idx := first + uint64(i)
 		pb.hashes[i] = rfc6962.DefaultHasher.HashLeaf(leaf)
-		r, err := parseRecord(idx, leaf)
-		if err != nil {
-			pb.bad[i] = &BadEntry{Index: idx, Err: err}
-			continue
-		}
-		pb.records[i] = r
+		pb.items[i] = parse(first+uint64(i), leaf)
 	}
 	return pb
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/transparency-dev/tessera/api/layout"
 	"github.com/transparency-dev/tessera/client"
+
+	"github.com/docketlog/docket/logclient"
 )
 
 // Bounds on what a log may serve. Every reader in this package and in the
@@ -31,7 +32,7 @@ const (
 // bundle with more entries than its width or more bytes than they can hold,
 // a hash tile of the wrong size, an oversized checkpoint. Only a log (or a
 // path to it) that misbehaves serves one.
-var ErrOversized = errors.New("larger than tlog-tiles allows")
+var ErrOversized = logclient.ErrTooLarge
 
 // width is the number of entries or hashes a tile path of partial width p
 // holds: p, or 256 for a full tile.

@@ -14,12 +14,14 @@ import (
 	"github.com/docketlog/docket/c2sp"
 )
 
-// Config configures a Client. Verifier is required; the zero value of every
-// other field picks its default.
+// Config configures a Client. The zero value of every field but Verifier
+// picks its default.
 type Config struct {
 	// Verifier checks every proof and checkpoint against the pinned log
 	// key and, when it was built with a policy, the witness quorum
-	// (c2sp.LoadProofVerifier).
+	// (c2sp.LoadProofVerifier). Add, Submit and Checkpoint need it; a
+	// Client without one only reads (ReadCheckpoint, ReadTile,
+	// ReadEntryBundle), for a caller that verifies what it reads itself.
 	Verifier *c2sp.ProofVerifier
 	// Concurrency bounds the entries Submit has in flight (default 8).
 	Concurrency int
@@ -45,9 +47,6 @@ type Client struct {
 func New(ops ClientOps, cfg Config) (*Client, error) {
 	if ops == nil {
 		return nil, errors.New("logclient: no ClientOps")
-	}
-	if cfg.Verifier == nil {
-		return nil, errors.New("logclient: no proof verifier")
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 8
@@ -93,6 +92,9 @@ const (
 // does not verify (ErrBadProof) are not. The log deduplicates strictly, so
 // submitting an entry again is harmless: it is answered with the same index.
 func (c *Client) Add(ctx context.Context, entry []byte) (*Proof, error) {
+	if c.cfg.Verifier == nil {
+		return nil, errNoVerifier
+	}
 	var text []byte
 	err := c.retry(ctx, "add", 0, func() (err error) {
 		text, err = c.ops.Add(ctx, entry, MaxProofSize)
@@ -133,6 +135,8 @@ func (c *Client) Submit(ctx context.Context, entries [][]byte, done func(i int, 
 	g.Wait()
 	return ctx.Err()
 }
+
+var errNoVerifier = errors.New("logclient: no proof verifier configured")
 
 // retry calls f until it succeeds, fails for good, attempts run out
 // (0: unbounded) or ctx ends, waiting between attempts.

@@ -42,8 +42,9 @@ var (
 	// ErrRejected: the log refused for good (a 4xx answer); the same
 	// request cannot succeed later.
 	ErrRejected = errors.New("log rejected the request")
-	// ErrTooLarge: an answer is larger than the cap on its kind.
-	ErrTooLarge = errors.New("log answer too large")
+	// ErrTooLarge: an answer is larger than the cap on its kind: for a
+	// tile or an entry bundle, what tlog-tiles allows at its width.
+	ErrTooLarge = errors.New("log answer larger than tlog-tiles allows")
 	// ErrBadProof: the log answered an entry with a proof that does not
 	// verify. The log misbehaves or is not the one configured.
 	ErrBadProof = errors.New("log answered with a proof that does not verify")

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/docketlog/docket/audit"
@@ -23,7 +24,8 @@ import (
 
 const auditUsage = `Usage:
     docket audit -log URL|DIR -log-key VKEY [-witness-policy FILE] [-jwks FILE | -key-file FILE]
-                 [-issuer KID]... [-session ID]... [-json] [-evidence DIR] [PATH...]
+                 [-issuer KID]... [-session ID]... [-json] [-evidence DIR] [-state DIR]
+                 [-require-reconciled] [PATH...]
 
 Reads the whole log back and compares it with the receipts you were shown.
 The log is read through its tlog-tiles API (a URL) or its storage directory
@@ -52,6 +54,11 @@ file where the log's own signatures prove it:
 At most 100 findings of a kind are listed with evidence; one more counts the
 rest (narrow with -issuer and -session to list them).
 
+Each receipt is verified once: a log entry that holds byte for byte a
+presented receipt that verified is not verified again. Memory is about a
+hundred bytes per log entry, whatever the entries hold (docs/audit.md). On a
+terminal, progress goes to stderr.
+
 Options:
     -log URL|DIR          the log's URL prefix, or its POSIX storage directory
     -log-key VKEY         the log's checkpoint verifier key
@@ -61,6 +68,9 @@ Options:
                           default: the issuers of the presented receipts)
     -session ID           compare only this session (repeatable)
     -evidence DIR         where evidence files go (default: a new temporary directory)
+    -state DIR            keep what was read of the log in DIR: the next audit
+                          with the same DIR proves the log consistent with it and
+                          reads and verifies only the entries added since
     -json                 one JSON object per finding
     -require-reconciled   every selected session must end reconciled with its
                           agent's record (docs/hook.md)
@@ -141,12 +151,14 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	fs.Var(&issuers, "issuer", "")
 	fs.Var(&sessions, "session", "")
 	evidence := fs.String("evidence", "", "")
+	state := fs.String("state", "", "")
 	asJSON := fs.Bool("json", false, "")
 	requireReconciled := fs.Bool("require-reconciled", false, "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	chains, b, err := readPresented(ctx, fs.Args())
+	var presented atomic.Int64
+	chains, b, err := readPresented(ctx, fs.Args(), &presented)
 	if err != nil {
 		errorf(stderr, "audit: %v", err)
 		return 2
@@ -177,15 +189,19 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			return 2
 		}
 	}
-	// An audit holds an index of every selected receipt while it verifies
-	// the whole log; collecting less often trades memory (about 5x the
-	// index instead of 2x) for ~10% of the time (docs/audit.md). GOGC, if
-	// set, wins.
+	// What an audit keeps is a ledger of records without pointers, which a
+	// collection does not scan: collecting at half the live heap's growth
+	// (GOGC=50, unless GOGC is set) costs little CPU and keeps the peak
+	// near the ledger's size instead of twice it (docs/audit.md).
 	if os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(400))
+		defer debug.SetGCPercent(debug.SetGCPercent(50))
 	}
-	findings, err := audit.Run(ctx, audit.Config{Fetcher: f, Checkpoint: raw, Size: cp.Size, Root: cp.Root, Keys: keys,
-		Issuers: issuers, Sessions: sessions, EvidenceDir: *evidence, RequireReconciled: *requireReconciled}, chains)
+	cfg := audit.Config{Fetcher: f, Checkpoint: raw, Size: cp.Size, Root: cp.Root, Keys: keys,
+		Issuers: issuers, Sessions: sessions, EvidenceDir: *evidence, StateDir: *state, RequireReconciled: *requireReconciled}
+	if f, ok := stderr.(*os.File); ok && audit.IsTerminal(f) {
+		cfg.Progress = stderr
+	}
+	findings, err := audit.Run(ctx, cfg, chains)
 	if err != nil {
 		errorf(stderr, "audit: %v", err)
 		return 2
@@ -203,21 +219,28 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if !*asJSON {
 		fmt.Fprint(stdout, audit.Report(findings))
 	}
-	presented := 0
-	for _, c := range chains {
-		presented += len(c.Receipts)
-	}
-	fmt.Fprintf(stderr, "docket: audited %d presented receipts in %d chains against the log of size %d: %d findings\n", presented, len(chains), cp.Size, violations)
+	fmt.Fprintf(stderr, "docket: audited %d presented receipts in %d chains against the log of size %d: %d findings\n", presented.Load(), len(chains), cp.Size, violations)
 	if violations > 0 {
 		return 1
 	}
 	return 0
 }
 
-// readPresented reads the session chains of PATHs: .docket directories,
+// readPresented finds the session chains of PATHs: .docket directories,
 // projects holding one, bundles and .jsonl files. It returns the bundle's
-// manifest if a PATH was a bundle.
-func readPresented(ctx context.Context, paths []string) ([]audit.Chain, *bundle.Bundle, error) {
+// manifest if a PATH was a bundle. Chains are read when the audit asks
+// (audit.Chain.Load), a few at a time; n counts their receipts.
+func readPresented(ctx context.Context, paths []string, n *atomic.Int64) ([]audit.Chain, *bundle.Bundle, error) {
+	lazy := func(source string, read func() ([][]byte, error)) audit.Chain {
+		var counted atomic.Bool
+		return audit.Chain{Source: source, Load: func() ([][]byte, error) {
+			rs, err := read()
+			if err == nil && !counted.Swap(true) {
+				n.Add(int64(len(rs)))
+			}
+			return rs, err
+		}}
+	}
 	var chains []audit.Chain
 	var b *bundle.Bundle
 	for _, p := range paths {
@@ -226,11 +249,10 @@ func readPresented(ctx context.Context, paths []string) ([]audit.Chain, *bundle.
 			return nil, nil, err
 		}
 		if !fi.IsDir() {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return nil, nil, err
-			}
-			chains = append(chains, audit.Chain{Source: p, Receipts: receipts.SplitLines(data)})
+			chains = append(chains, lazy(p, func() ([][]byte, error) {
+				data, err := os.ReadFile(p)
+				return receipts.SplitLines(data), err
+			}))
 			continue
 		}
 		dir := p
@@ -249,12 +271,8 @@ func readPresented(ctx context.Context, paths []string) ([]audit.Chain, *bundle.
 		if len(names) == 0 {
 			return nil, nil, fmt.Errorf("%s: no session chains (want a .docket directory, a bundle or .jsonl files)", p)
 		}
-		for _, n := range names {
-			rs, err := st.Receipts(n)
-			if err != nil {
-				return nil, nil, err
-			}
-			chains = append(chains, audit.Chain{Source: st.ChainPath(n), Receipts: rs})
+		for _, name := range names {
+			chains = append(chains, lazy(st.ChainPath(name), func() ([][]byte, error) { return st.Receipts(name) }))
 		}
 	}
 	return chains, b, nil

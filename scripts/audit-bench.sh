@@ -1,0 +1,50 @@
+#!/bin/sh
+# audit-bench.sh measures docket audit and docket monitor as users run them,
+# in one run beside the floor (Ed25519 verifications/s on all cores) and
+# beside Tessera's client merely streaming the same bundles (issue 24).
+#
+#     scripts/audit-bench.sh [DIR [RECEIPTS]]
+#
+# DIR (default /tmp/docket-audit-bench-RECEIPTS) receives, once, a Tessera
+# POSIX log of RECEIPTS (default 200000) receipts of 20 issuers and every
+# session chain as DIR/chains/*.jsonl (audit's TestGenerateAuditInput);
+# later runs reuse it. Each command runs under /usr/bin/time -v (wall time,
+# CPU, peak RSS). Run it from the repository's root.
+set -eu
+n=${2:-200000}
+dir=${1:-/tmp/docket-audit-bench-$n}
+addr=127.0.0.1:${DOCKET_BENCH_PORT:-7791}
+
+go build -o "$dir.docket" ./cmd/docket
+go test -c -o "$dir.audit.test" ./audit
+if [ ! -f "$dir/log.vkey" ]; then
+	echo "generating $n receipts into $dir" >&2
+	"$dir.audit.test" -test.run TestGenerateAuditInput -test.timeout 4h -audit.out "$dir" -audit.receipts "$n" >&2
+fi
+vkey=$(cat "$dir/log.vkey")
+
+"$dir.audit.test" -test.run TestServeAuditLog -test.timeout 10h -audit.dir "$dir" -audit.serve "$addr" >/dev/null 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null' EXIT
+sleep 1
+
+timed() { # name, command...
+	name=$1
+	shift
+	/usr/bin/time -v "$@" >/dev/null 2>"$dir.err" || true
+	printf '%s: ' "$name"
+	grep -E '^docket: audited' "$dir.err" | tr '\n' ' ' || true
+	awk -F': ' '/Elapsed \(wall/ {w=$2} /User time/ {u=$2} /System time/ {s=$2} /Maximum resident/ {r=$2}
+		END {printf "wall %s, cpu %.1f s (%.0f receipts/cpu-s), peak RSS %.0f MB\n", w, u+s, n/(u+s), r/1024}' n="$n" "$dir.err"
+}
+
+echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $n receipts"
+"$dir.audit.test" -test.run '^$' -test.bench 'Floor|Stream' -test.benchtime 1x -audit.dir "$dir" -audit.url "http://$addr" 2>/dev/null | grep -E '^Benchmark'
+cd "$dir"
+timed "docket audit, storage directory" "$dir.docket" audit -log log -log-key "$vkey" -jwks issuers.jwks -evidence "$dir.ev" chains/*.jsonl
+timed "docket audit, loopback HTTP" "$dir.docket" audit -log "http://$addr" -log-key "$vkey" -jwks issuers.jwks -evidence "$dir.ev" chains/*.jsonl
+rm -rf "$dir.state" "$dir.mon"
+timed "docket audit -state, first" "$dir.docket" audit -log log -log-key "$vkey" -jwks issuers.jwks -evidence "$dir.ev" -state "$dir.state" chains/*.jsonl
+timed "docket audit -state, again (nothing new)" "$dir.docket" audit -log log -log-key "$vkey" -jwks issuers.jwks -evidence "$dir.ev" -state "$dir.state" chains/*.jsonl
+timed "docket monitor -once, catch-up from nothing" "$dir.docket" monitor -once -log log -log-key "$vkey" -jwks issuers.jwks -state "$dir.mon"
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
