@@ -143,7 +143,7 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 		d.Decision = policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
 			Message: fmt.Sprintf("policy: %v (fix it, then run docket policy check)", perr)}
 	default:
-		d.Decision = Evaluate(ctx, eng, c.Requests, g.store.Project, g.home)
+		d.Decision = Evaluate(ctx, eng, c.Requests, g.store.Project(), g.home)
 	}
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
@@ -232,7 +232,7 @@ func (g *Gate) Preview(ctx context.Context, requests []policy.Call) policy.Decis
 	if err != nil || eng == nil {
 		return policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError, Message: fmt.Sprintf("policy: %v", err)}
 	}
-	return Evaluate(ctx, eng, requests, g.store.Project, g.home)
+	return Evaluate(ctx, eng, requests, g.store.Project(), g.home)
 }
 
 // Evaluate asks the policy about every request of a call, with the given

@@ -36,7 +36,7 @@ func openGate(t *testing.T, o gate.Options, edits ...func(s *store.Store)) *gate
 	for _, edit := range edits {
 		edit(s)
 	}
-	g, err := gate.Open(t.Context(), s.Project, o)
+	g, err := gate.Open(t.Context(), s.Project(), o)
 	if err != nil {
 		t.Fatalf("Open = %v", err)
 	}
@@ -60,7 +60,7 @@ func writeFile(t *testing.T, path string, data []byte) {
 func bash(g *gate.Gate, id, cmd string) gate.Call {
 	in, _ := json.Marshal(map[string]string{"command": cmd})
 	return gate.Call{SessionID: "s", Agent: "claude-code", ToolName: "Bash", ToolUseID: id, ToolInputHash: "sha256:" + cmd,
-		Requests: []policy.Call{{Agent: "claude", ToolName: "Bash", ToolInput: in, Cwd: g.Store().Project}}}
+		Requests: []policy.Call{{Agent: "claude", ToolName: "Bash", ToolInput: in, Cwd: g.Store().Project()}}}
 }
 
 // payloads verifies the session chain and returns its payloads.
@@ -165,10 +165,10 @@ func TestEvaluateStrictest(t *testing.T) {
 	g := newGate(t)
 	c := bash(g, "", "go test ./...")
 	c.Requests = append(c.Requests, bash(g, "", "git push origin main").Requests...)
-	if d := gate.Evaluate(t.Context(), g.Engine(), c.Requests, g.Store().Project, g.Home()); d.Decision != policy.RequireApproval {
+	if d := gate.Evaluate(t.Context(), g.Engine(), c.Requests, g.Store().Project(), g.Home()); d.Decision != policy.RequireApproval {
 		t.Errorf("Evaluate(allow, ask) = %s, want require_approval", d.Decision)
 	}
-	if d := gate.Evaluate(t.Context(), g.Engine(), nil, g.Store().Project, g.Home()); d.Decision != policy.Deny || d.Reason != policy.ReasonGateError {
+	if d := gate.Evaluate(t.Context(), g.Engine(), nil, g.Store().Project(), g.Home()); d.Decision != policy.Deny || d.Reason != policy.ReasonGateError {
 		t.Errorf("Evaluate(no requests) = %s %s, want deny gate_error", d.Decision, d.Reason)
 	}
 }
@@ -240,7 +240,7 @@ func TestOpenErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := newGate(t).Store().Project
+			dir := newGate(t).Store().Project()
 			tt.edit(t, store.Open(dir))
 			g, err := gate.Open(tt.ctx, dir, gate.Options{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/docketlog/docket/policy"
-	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
 
@@ -29,14 +28,14 @@ var schemaHash = func() string {
 // still run every time, so a policy that errors still denies.
 func LoadPolicy(s *store.Store) (*policy.Engine, error) {
 	var o policy.Options
-	mark, _ := os.ReadFile(s.PolicyValidatedPath())
+	mark := s.PolicyValidated()
 	if digest, schema, ok := strings.Cut(strings.TrimSpace(string(mark)), " "); ok && schema == schemaHash {
 		o.ValidatedDigest = digest
 	}
 	eng, err := o.LoadDir(s.PolicyDir())
 	if err == nil && eng.Digest() != o.ValidatedDigest {
 		// Best effort: without the record the next load validates again.
-		_ = os.WriteFile(s.PolicyValidatedPath(), []byte(eng.Digest()+" "+schemaHash+"\n"), 0o600)
+		_ = s.SetPolicyValidated([]byte(eng.Digest() + " " + schemaHash + "\n"))
 	}
 	return eng, err
 }
@@ -87,7 +86,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Gate, error) {
 				keyc <- loadedKey{err: fmt.Errorf("panic loading the key or the configuration: %.200v", r)}
 			}
 		}()
-		key, err := receipts.LoadPrivateKey(s.KeyPath())
+		key, err := s.Key()
 		if err != nil {
 			keyc <- loadedKey{err: err}
 			return
@@ -95,7 +94,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Gate, error) {
 		// A configuration that cannot be read cannot say the strict mode
 		// is off: it is on, and an allow then waits for a log that
 		// cannot be reached, which denies.
-		cfg, err := s.LoadConfig()
+		cfg, err := s.Config()
 		g.requireLog, g.configErr = cfg.RequireLog || err != nil, err
 		keyc <- loadedKey{key: key}
 	}()

@@ -99,7 +99,7 @@ type Options struct {
 	Fault func(point string)
 
 	// gate returns the project's gate (gate.Open), waiting for it until
-	// ctx ends; set by Run and Receipter.
+	// ctx ends; set by Run and DrainSpool.
 	gate func(ctx context.Context) (*gate.Gate, error)
 }
 
@@ -120,7 +120,7 @@ func openGate(ctx context.Context, s *store.Store, home string, decides bool) fu
 				c <- opened{err: fmt.Errorf("internal error opening the gate (panic: %.200v)", r)}
 			}
 		}()
-		g, err := gate.Open(ctx, s.Project, gate.Options{Home: home})
+		g, err := gate.Open(ctx, s.Project(), gate.Options{Home: home})
 		if err == nil && decides {
 			g.Preload()
 		}
@@ -264,7 +264,7 @@ func pre(ctx context.Context, opts Options, in input) answer {
 	if in.err != nil {
 		return block("gate error: %v; the call is blocked", in.err)
 	}
-	ev, err := eventOf(opts.Agent, Pre, in.event, opts.Store.Project)
+	ev, err := eventOf(opts.Agent, Pre, in.event, opts.Store.Project())
 	if err != nil {
 		return block("gate error: %v; the call is blocked", err)
 	}
@@ -361,7 +361,7 @@ func runRecord(opts Options, in input, warning string, stdout, stderr io.Writer)
 		opts.Logger.Info("spooled events receipted", "count", n)
 	}
 	if opts.StartSync != nil {
-		if cfg, err := opts.Store.LoadConfig(); err != nil {
+		if cfg, err := opts.Store.Config(); err != nil {
 			warns = append(warns, err.Error())
 		} else if cfg.HasLog() {
 			opts.StartSync(opts.Store)
@@ -399,7 +399,7 @@ func warn(stdout, stderr io.Writer, warns []string) {
 // record signs the execution or lifecycle receipt of one event, with the
 // gate the pre hook decides with.
 func record(opts Options, event map[string]any) error {
-	ev, err := eventOf(opts.Agent, opts.Kind, event, opts.Store.Project)
+	ev, err := eventOf(opts.Agent, opts.Kind, event, opts.Store.Project())
 	if err != nil {
 		return err
 	}
@@ -433,18 +433,20 @@ func record(opts Options, event map[string]any) error {
 // maxDrain bounds the spooled events one hook run receipts.
 const maxDrain = 32
 
-// Receipter returns the function that receipts a spooled event for
-// [store.Store.DrainSpool] and [store.SyncOptions]: the post or session
-// hook the agent ran, again. An event that can never be receipted (bad
-// input) is rejected; one of an unknown agent or hook is skipped.
-func Receipter(s *store.Store, home string) func(store.SpooledEvent) error {
+// DrainSpool receipts the hook events spooled in the store s (the post or
+// session hooks the agents ran, again), oldest first, as `docket sync`
+// does before it submits, so that they are synced too. An event that can
+// never be receipted (bad input) is rejected; one of an unknown agent or
+// hook is skipped. It returns how many it receipted. The hook drives the
+// store here, never the store the hook.
+func DrainSpool(s *store.Store, home string) (int, error) {
 	opts := Options{Store: s, Home: home, Start: time.Now(), Logger: slog.New(slog.DiscardHandler)}
 	// The gate is opened on the first spooled event, once.
 	open := sync.OnceValues(func() (*gate.Gate, error) {
-		return gate.Open(context.Background(), s.Project, gate.Options{Home: home})
+		return gate.Open(context.Background(), s.Project(), gate.Options{Home: home})
 	})
 	opts.gate = func(context.Context) (*gate.Gate, error) { return open() }
-	return opts.receiptSpooled
+	return s.DrainSpool(-1, opts.receiptSpooled)
 }
 
 func (opts Options) receiptSpooled(ev store.SpooledEvent) error {

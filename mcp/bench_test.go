@@ -104,7 +104,7 @@ func BenchmarkDecideTmpfs(b *testing.B) {
 func benchDecide(b *testing.B, g *gate.Gate) {
 	c := gate.Call{SessionID: "s", Agent: "mcp", ToolName: "mcp__t__echo", ToolInputHash: "sha256:x",
 		Requests: []policy.Call{{Agent: "mcp", ToolName: "mcp__t__echo", ToolInput: []byte(`{"message":"hello"}`),
-			Cwd: g.Store().Project, MCP: &policy.MCPContext{}}}}
+			Cwd: g.Store().Project(), MCP: &policy.MCPContext{}}}}
 	lat := make([]time.Duration, 0, b.N)
 	for b.Loop() {
 		t0 := time.Now()

@@ -41,6 +41,6 @@ func (r *relay) toolsCall(ctx context.Context, cm *clientMsg) error {
 	call := gate.Call{SessionID: r.cfg.SessionID, Agent: r.agent, ToolName: ci.tool, ToolUseID: ci.toolUseID,
 		ToolInputHash: ci.inputHash, Start: start, ProposalDigest: digest,
 		Requests: []policy.Call{{Agent: r.agent, ToolName: ci.tool, ToolInput: c.input,
-			Cwd: r.cfg.Gate.Store().Project, MCP: mc}}}
+			Cwd: r.cfg.Gate.Store().Project(), MCP: mc}}}
 	return r.decide(ctx, cm, ci, call)
 }

@@ -80,7 +80,7 @@ func (r *relay) gatedRequest(ctx context.Context, cm *clientMsg) error {
 	call := gate.Call{SessionID: r.cfg.SessionID, Agent: r.agent, ToolName: ci.tool, ToolUseID: ci.toolUseID,
 		ToolInputHash: ci.inputHash, Start: start,
 		Requests: []policy.Call{{Agent: r.agent, ToolName: ci.tool, ToolInput: c.input,
-			Cwd: r.cfg.Gate.Store().Project, MCP: mc}}}
+			Cwd: r.cfg.Gate.Store().Project(), MCP: mc}}}
 	return r.decide(ctx, cm, ci, call)
 }
 

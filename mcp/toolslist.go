@@ -327,6 +327,6 @@ func (r *relay) alwaysDenied(tool string) bool {
 	mc := &policy.MCPContext{ServerCommand: r.cmd, ServerInfo: r.info(), HighImpact: r.high[tool] || r.high["*"],
 		PIC: policy.PICContext{Present: true, Verified: true, Impact: "read", Trusted: []string{"evidence"}}}
 	d := r.cfg.Gate.Preview(context.Background(), []policy.Call{{Agent: r.agent,
-		ToolName: "mcp__" + r.cfg.Server + "__" + tool, ToolInput: []byte("{}"), Cwd: r.cfg.Gate.Store().Project, MCP: mc}})
+		ToolName: "mcp__" + r.cfg.Server + "__" + tool, ToolInput: []byte("{}"), Cwd: r.cfg.Gate.Store().Project(), MCP: mc}})
 	return d.Decision != policy.Allow
 }

@@ -77,7 +77,7 @@ func parseAppendRecord(line []byte) (appendRecord, error) {
 // It is on every hook's path, so it makes three system calls and no more:
 // an *os.File would add the poller's.
 func (s *Store) journalAppend(r appendRecord) error {
-	fd, err := syscall.Open(filepath.Join(s.Dir, AppendsFile), syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	fd, err := syscall.Open(filepath.Join(s.dir, AppendsFile), syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("appends journal: %w", err)
 	}
@@ -91,7 +91,7 @@ func (s *Store) journalAppend(r appendRecord) error {
 
 // appendsSize returns the size of the appends journal, 0 when there is none.
 func (s *Store) appendsSize() (int64, error) {
-	fi, err := os.Stat(filepath.Join(s.Dir, AppendsFile))
+	fi, err := os.Stat(filepath.Join(s.dir, AppendsFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -108,7 +108,7 @@ func (s *Store) readAppends(from, to int64) ([]appendRecord, error) {
 	if from == to {
 		return nil, nil
 	}
-	f, err := os.Open(filepath.Join(s.Dir, AppendsFile))
+	f, err := os.Open(filepath.Join(s.dir, AppendsFile))
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ func BenchmarkAppend(b *testing.B) {
 // adds to each append: opening the journal, one O_APPEND write, closing it.
 func BenchmarkJournalAppend(b *testing.B) {
 	s := Open(b.TempDir())
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		b.Fatal(err)
 	}
 	r := appendRecord{issuerSeq: 1, Ref: Ref{Session: "0b4e7c2a-5f3e-4c1d-9a8b-1234567890ab", Sequence: 1, offset: 1234}}

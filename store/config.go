@@ -118,4 +118,4 @@ func (s *Store) WriteConfig(c Config) error {
 	return nil
 }
 
-func (s *Store) configPath() string { return filepath.Join(s.Dir, ConfigFile) }
+func (s *Store) configPath() string { return filepath.Join(s.dir, ConfigFile) }

@@ -79,7 +79,7 @@ func (s *Store) allocIssuerSequence(session string) (*issuerCounter, error) {
 }
 
 func (c *issuerCounter) load(session string) error {
-	j, err := openRW(filepath.Join(c.s.Dir, IssuerJournalFile))
+	j, err := openRW(filepath.Join(c.s.dir, IssuerJournalFile))
 	if err != nil {
 		return fmt.Errorf("issuer journal: %w", err)
 	}
@@ -123,7 +123,7 @@ func (s *Store) lastAllocated(data []byte) (int64, error) {
 // issuerLock opens the issuer lock file (and the store directory, if
 // need be) and takes the lock with lockFn.
 func (s *Store) issuerLock(lockFn func(*os.File) error) (*os.File, error) {
-	lock, err := openCreate(filepath.Join(s.Dir, IssuerLockFile))
+	lock, err := openCreate(filepath.Join(s.dir, IssuerLockFile))
 	if err != nil {
 		return nil, fmt.Errorf("issuer lock: %w", err)
 	}

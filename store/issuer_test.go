@@ -43,7 +43,7 @@ func appendSigned(t *testing.T, st *Store, _ receipts.KeyFile, session string, e
 func newKeyedStore(t *testing.T) (*Store, receipts.KeyFile) {
 	t.Helper()
 	st := Open(t.TempDir())
-	if err := os.MkdirAll(st.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(st.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	_, kf := receipts.GenerateKey()
@@ -63,7 +63,7 @@ func TestIssuerSequence(t *testing.T) {
 		t.Fatalf("issuer sequences %v, want %v across sessions", got, want)
 	}
 
-	journal := filepath.Join(st.Dir, IssuerJournalFile)
+	journal := filepath.Join(st.dir, IssuerJournalFile)
 	writeJournal := func(jr issuerJournal) {
 		jr.Boot = bootID()
 		b, _ := json.Marshal(jr)

@@ -129,7 +129,7 @@ func (s *Store) appendsSnapshot() (appendsSnapshot, error) {
 		return appendsSnapshot{}, err
 	}
 	defer lock.Close()
-	data, err := os.ReadFile(filepath.Join(s.Dir, IssuerJournalFile))
+	data, err := os.ReadFile(filepath.Join(s.dir, IssuerJournalFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return appendsSnapshot{}, fmt.Errorf("issuer journal: %w", err)
 	}
@@ -295,7 +295,7 @@ type refJSON struct {
 // loadCursor returns the cursor the last sync saved, or the zero Cursor
 // when there is none or it cannot be read (Pending then reads the chains).
 func (s *Store) loadCursor() Cursor {
-	data, err := os.ReadFile(filepath.Join(s.Dir, cursorFile))
+	data, err := os.ReadFile(filepath.Join(s.dir, cursorFile))
 	if err != nil {
 		return Cursor{}
 	}
@@ -325,7 +325,7 @@ func (s *Store) saveCursor(c Cursor) error {
 	if err != nil {
 		return err
 	}
-	if err := durable.WriteFile(filepath.Join(s.Dir, cursorFile), append(data, '\n'), 0o600); err != nil {
+	if err := durable.WriteFile(filepath.Join(s.dir, cursorFile), append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("saving the sync cursor: %w", err)
 	}
 	return nil
@@ -362,7 +362,7 @@ func (s *Store) compactAppends(c Cursor) (Cursor, error) {
 	if err := s.saveCursor(z); err != nil {
 		return c, err
 	}
-	if err := os.Truncate(filepath.Join(s.Dir, AppendsFile), 0); err != nil {
+	if err := os.Truncate(filepath.Join(s.dir, AppendsFile), 0); err != nil {
 		return z, fmt.Errorf("appends journal: %w", err)
 	}
 	return z, nil

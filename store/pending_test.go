@@ -163,7 +163,7 @@ func TestPendingIncremental(t *testing.T) {
 // crash or an older version can, and wants Pending to return every
 // receipt without a proof all the same.
 func TestPendingRecovers(t *testing.T) {
-	journal := func(s *Store) string { return filepath.Join(s.Dir, AppendsFile) }
+	journal := func(s *Store) string { return filepath.Join(s.dir, AppendsFile) }
 	tests := []struct {
 		name   string
 		break_ func(t *testing.T, s *Store, cur *Cursor)
@@ -231,7 +231,7 @@ func TestCursorFile(t *testing.T) {
 		t.Fatalf("loadCursor() = %+v, want %+v", got, c)
 	}
 	for _, bad := range []string{"", "{", `{"issuer_sequence":-1}`, `{"unproven":[{"session":"../x","sequence":1}]}`} {
-		os.WriteFile(filepath.Join(s.Dir, cursorFile), []byte(bad), 0o600)
+		os.WriteFile(filepath.Join(s.dir, cursorFile), []byte(bad), 0o600)
 		if got := s.loadCursor(); got.valid {
 			t.Errorf("loadCursor() of %q = %+v, want the zero Cursor", bad, got)
 		}
@@ -310,8 +310,8 @@ func legacyLayout(t testing.TB, s *Store, tl *testLog, key ed25519.PrivateKey, n
 		}
 	}
 	os.Remove(s.proofJournalPath(name))
-	os.Remove(filepath.Join(s.Dir, cursorFile))
-	os.Remove(filepath.Join(s.Dir, AppendsFile))
+	os.Remove(filepath.Join(s.dir, cursorFile))
+	os.Remove(filepath.Join(s.dir, AppendsFile))
 }
 
 func TestSyncMigratesLegacyProofs(t *testing.T) {
@@ -401,7 +401,7 @@ func TestSyncInterrupted(t *testing.T) {
 	if _, err := s.Sync(t.Context(), SyncOptions{CheckpointEvery: -1}); err != nil {
 		t.Fatal(err)
 	}
-	before, err := os.ReadFile(filepath.Join(s.Dir, cursorFile))
+	before, err := os.ReadFile(filepath.Join(s.dir, cursorFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestSyncInterrupted(t *testing.T) {
 	if err := s.WriteConfig(Config{LogURL: tl.url, LogKey: tl.log.VKey}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(s.Dir, cursorFile), before, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(s.dir, cursorFile), before, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	posts := tl.posts()
@@ -457,7 +457,7 @@ func TestSyncWhileAppending(t *testing.T) {
 		wg.Go(func() {
 			// Another Store value: another open of every file, as another
 			// hook process has.
-			appendN(t, Open(s.Project), key, fmt.Sprint("s", i), 30)
+			appendN(t, Open(s.project), key, fmt.Sprint("s", i), 30)
 		})
 	}
 	done := make(chan struct{})
@@ -465,7 +465,7 @@ func TestSyncWhileAppending(t *testing.T) {
 	go func() {
 		defer close(done)
 		for range 20 {
-			if _, err := Open(s.Project).Sync(t.Context(), SyncOptions{CheckpointEvery: -1}); err != nil {
+			if _, err := Open(s.project).Sync(t.Context(), SyncOptions{CheckpointEvery: -1}); err != nil {
 				syncErr = err
 				return
 			}
@@ -489,7 +489,7 @@ func TestSyncWhileAppending(t *testing.T) {
 	if pend, _, err := s.Pending(Cursor{}); err != nil || len(pend) != 0 {
 		t.Errorf("every chain read again: %v pending, %v; want none", keys(pend), err)
 	}
-	if fi, err := os.Stat(filepath.Join(s.Dir, AppendsFile)); err != nil || fi.Size() >= 30*4*12 {
+	if fi, err := os.Stat(filepath.Join(s.dir, AppendsFile)); err != nil || fi.Size() >= 30*4*12 {
 		t.Errorf("appends journal after the syncs: %v, %v; want it compacted", fi.Size(), err)
 	}
 }

@@ -41,7 +41,7 @@ import (
 // Earlier versions wrote one file per receipt, proofs/<name>/<n>.tlog-proof
 // (or <n>.proof): those are still read, and the first docket sync that
 // reads the chains moves them into the journals (see Pending). An export
-// bundle keeps that layout for third parties (WriteProofFiles).
+// bundle keeps that layout for third parties (writeProofFiles).
 
 // Proof files: c2sp.org/tlog-proof says proofs SHOULD be stored with the
 // extension .tlog-proof; Docket wrote .proof before, and still reads it.
@@ -64,13 +64,13 @@ type Proof struct {
 
 // proofJournalPath returns the path of a session's proof journal.
 func (s *Store) proofJournalPath(session string) string {
-	return filepath.Join(s.Dir, SessionsDir, SessionName(session)+proofJournalExt)
+	return filepath.Join(s.dir, SessionsDir, SessionName(session)+proofJournalExt)
 }
 
 // legacyProofDir returns the directory earlier versions kept a session's
 // proof files in.
 func (s *Store) legacyProofDir(session string) string {
-	return filepath.Join(s.Dir, ProofsDir, SessionName(session))
+	return filepath.Join(s.dir, ProofsDir, SessionName(session))
 }
 
 type checkpointLine struct {
@@ -495,12 +495,12 @@ func (s *Store) migrateProofs(name string, set *ProofSet) error {
 	return nil
 }
 
-// WriteProofFiles writes the proofs in set of a session's receipts as one
+// writeProofFiles writes the proofs in set of a session's receipts as one
 // file per receipt, <dir>/proofs/<name>/<sequence>.tlog-proof with mode
 // perm: the layout of a docket export bundle, which third parties read
 // (c2sp.org/tlog-proof's SHOULD) and OpenDir(dir).Proofs reads back. It
 // returns how many it wrote.
-func WriteProofFiles(dir, session string, set *ProofSet, perm fs.FileMode) (int, error) {
+func writeProofFiles(dir, session string, set *ProofSet, perm fs.FileMode) (int, error) {
 	seqs := set.Sequences()
 	if len(seqs) == 0 {
 		return 0, nil
@@ -519,7 +519,7 @@ func WriteProofFiles(dir, session string, set *ProofSet, perm fs.FileMode) (int,
 }
 
 // ReadProofFile reads the proof of the receipt with the given sequence
-// number from a directory of proof files, as WriteProofFiles lays them
+// number from a directory of proof files, as writeProofFiles lays them
 // out: <sequence>.tlog-proof, or the <sequence>.proof an earlier Docket
 // wrote.
 func ReadProofFile(dir, sequence string) ([]byte, error) {

@@ -68,7 +68,7 @@ func (s *Store) FallbackSpoolDir() string {
 		}
 		state = filepath.Join(home, ".local", "state")
 	}
-	sum := sha256.Sum256([]byte(s.Project))
+	sum := sha256.Sum256([]byte(s.project))
 	return filepath.Join(state, "docket", "spool", hex.EncodeToString(sum[:8]))
 }
 

@@ -22,7 +22,7 @@ func TestSpoolFallback(t *testing.T) {
 	if !strings.HasPrefix(s.FallbackSpoolDir(), os.Getenv("XDG_STATE_HOME")) {
 		t.Fatalf("FallbackSpoolDir = %s, want it under $XDG_STATE_HOME", s.FallbackSpoolDir())
 	}
-	if other := Open(s.Project + "-other"); other.FallbackSpoolDir() == s.FallbackSpoolDir() {
+	if other := Open(s.project + "-other"); other.FallbackSpoolDir() == s.FallbackSpoolDir() {
 		t.Fatal("two projects share a fallback spool")
 	}
 	where, err := s.Spool("claude", "post", []byte(`{"n":1}`))
@@ -31,7 +31,7 @@ func TestSpoolFallback(t *testing.T) {
 	}
 	// The project spool cannot be written (here: a file where its
 	// directory should be): the fallback takes the event.
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(s.spoolDir(), s.spoolDir()+".saved"); err != nil {
@@ -127,7 +127,7 @@ func TestSpoolNowhere(t *testing.T) {
 	}
 	t.Setenv("XDG_STATE_HOME", state)
 	s := Open(t.TempDir())
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(s.spoolDir(), nil, 0o600); err != nil {

@@ -7,7 +7,12 @@
 // only what was appended since it last stopped (pending.go, appends.go).
 //
 // A Store offers operations — Key, Config, Append, Pending, PutProofs,
-// Proofs — rather than paths for callers to open.
+// Proofs, and the project setup of `docket init` (init.go: InitKey,
+// InitConfig, WritePolicyFile, InitGitignore) — rather than paths for
+// callers to open; its fields are unexported, and the only paths it hands
+// out are the ones users name (ChainPath, KeyPath, PolicyDir, ConfigPath).
+// It calls nothing above it: the hook drains the spool through the store
+// (hook.DrainSpool), the store never calls into the hook.
 //
 // A session chain is a JSONL file with one receipt a line, in chain order, so
 // that `docket verify` and any other verifier of the draft replay it
@@ -72,77 +77,86 @@ func ProjectDir() (string, error) {
 }
 
 // Store is the .docket directory of one project. Opening a Store does no I/O;
-// the directories are created as they are first written.
+// the directories are created as they are first written. Callers use its
+// operations (Key, Config, Append, Pending, PutProofs, Proofs, Init,
+// CopySession…), never paths inside it: the layout is the store's.
 //
 // A Store is safe for concurrent use by goroutines and by processes: chain
 // appends take an exclusive lock on the chain file.
 type Store struct {
-	// Project is the absolute project root.
-	Project string
-	// Dir is Project/.docket.
-	Dir string
+	// project is the absolute project root.
+	project string
+	// dir is project/.docket.
+	dir string
 }
 
 // Open returns the store of the project rooted at project.
 func Open(project string) *Store {
-	return &Store{Project: project, Dir: filepath.Join(project, DirName)}
+	return &Store{project: project, dir: filepath.Join(project, DirName)}
 }
 
 // OpenDir returns the store whose directory is dir: a .docket directory, or
-// a copy of one (a docket export bundle) read by a verifier. Its Project is
-// dir's parent.
+// a copy of one (a docket export bundle) read by a verifier. Its project
+// is dir's parent.
 func OpenDir(dir string) *Store {
-	return &Store{Project: filepath.Dir(dir), Dir: dir}
+	return &Store{project: filepath.Dir(dir), dir: dir}
 }
 
-// ConfigPath returns the path of config.json. It is on its way out: read
-// and write the configuration with Config and WriteConfig, and name the
-// file to users as filepath.Join(DirName, ConfigFile).
-func (s *Store) ConfigPath() string { return filepath.Join(s.Dir, ConfigFile) }
+// Project returns the project root the store belongs to: the directory
+// agents run in and policies' in_project is relative to. It is not a
+// place to build paths into the store from.
+func (s *Store) Project() string { return s.project }
+
+// ConfigPath returns the path of config.json, to name it to users and for
+// tests that plant a configuration; read and write it with Config and
+// WriteConfig.
+func (s *Store) ConfigPath() string { return filepath.Join(s.dir, ConfigFile) }
 
 // KeyPath returns the path of the issuer key (a receipts.KeyFile, mode
-// 0600). It is on its way out: load the key with Key, write it with WriteKey.
-func (s *Store) KeyPath() string { return filepath.Join(s.Dir, KeyFile) }
+// 0600), to name it to users (docket verify -key-file) and for tests; load
+// the key with Key, write it with WriteKey.
+func (s *Store) KeyPath() string { return filepath.Join(s.dir, KeyFile) }
 
 // Key loads the project's issuer key, refusing a key file that group or
 // others can read (receipts.LoadPrivateKey).
 func (s *Store) Key() (ed25519.PrivateKey, error) {
-	return receipts.LoadPrivateKey(filepath.Join(s.Dir, KeyFile))
+	return receipts.LoadPrivateKey(filepath.Join(s.dir, KeyFile))
+}
+
+// HasKey reports whether the project has an issuer key file, readable or
+// not.
+func (s *Store) HasKey() bool {
+	_, err := os.Lstat(filepath.Join(s.dir, KeyFile))
+	return err == nil
 }
 
 // WriteKey writes the project's issuer key file, mode 0600, creating the
 // store directory if need be. It never replaces an existing key.
 func (s *Store) WriteKey(kf receipts.KeyFile) error {
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
-	return receipts.WriteKeyFile(filepath.Join(s.Dir, KeyFile), kf)
+	return receipts.WriteKeyFile(filepath.Join(s.dir, KeyFile), kf)
 }
 
 // PolicyDir returns the directory of the project's *.cedar files, which
 // users edit and policy.LoadDir reads.
-func (s *Store) PolicyDir() string { return filepath.Join(s.Dir, PolicyDir) }
-
-// PolicyValidatedPath returns the path of the file that records which
-// policy digest was last validated against which schema, so that hooks can
-// skip re-validating an unchanged policy. It is on its way out: the policy
-// cache belongs with the gate's policy loading.
-func (s *Store) PolicyValidatedPath() string { return filepath.Join(s.Dir, "policy.validated") }
+func (s *Store) PolicyDir() string { return filepath.Join(s.dir, PolicyDir) }
 
 // spoolDir returns the directory where hook events that could not be
 // receipted are kept.
-func (s *Store) spoolDir() string { return filepath.Join(s.Dir, SpoolDir) }
+func (s *Store) spoolDir() string { return filepath.Join(s.dir, SpoolDir) }
 
 // ChainPath returns the path of a session's chain:
 // sessions/<name>.jsonl, where name is SessionName(session). Chains are the
 // files users hand to docket verify.
 func (s *Store) ChainPath(session string) string {
-	return filepath.Join(s.Dir, SessionsDir, SessionName(session)+".jsonl")
+	return filepath.Join(s.dir, SessionsDir, SessionName(session)+".jsonl")
 }
 
 // headPath returns the path of a session's head state file.
 func (s *Store) headPath(session string) string {
-	return filepath.Join(s.Dir, SessionsDir, SessionName(session)+".head")
+	return filepath.Join(s.dir, SessionsDir, SessionName(session)+".head")
 }
 
 // SessionName returns the file name used for a session id. Ids made of
@@ -190,7 +204,7 @@ func isSafeRune(r rune) bool {
 // sorted. The names are SessionName forms; pass them back to Receipts,
 // Proofs and Head as they are.
 func (s *Store) Sessions() ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(s.Dir, SessionsDir))
+	ents, err := os.ReadDir(filepath.Join(s.dir, SessionsDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -356,7 +370,7 @@ func (s *Store) appendChain(session string, opts AppendOptions, issuerSeq int64,
 	}
 	if st.Size == 0 {
 		// A new chain: make its directory entries durable too.
-		for _, dir := range []string{filepath.Join(s.Dir, SessionsDir), s.Dir} {
+		for _, dir := range []string{filepath.Join(s.dir, SessionsDir), s.dir} {
 			if err := durable.SyncDir(dir); err != nil {
 				return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
 			}
@@ -594,4 +608,17 @@ func writeHead(hf *os.File, st Head, prevLen int) error {
 		return hf.Truncate(int64(n))
 	}
 	return nil
+}
+
+// ChainOf returns the store and session of the chain file at path when it
+// lies where ChainPath puts chains (<store>/sessions/<name>.jsonl, in a
+// .docket directory or an export bundle): the store a verifier reads the
+// chain's proofs from, with Proofs. ok is false for a file elsewhere.
+func ChainOf(path string) (st *Store, session string, ok bool) {
+	name, isChain := strings.CutSuffix(filepath.Base(path), ".jsonl")
+	sessions := filepath.Dir(path)
+	if !isChain || !safeName(name) || filepath.Base(sessions) != SessionsDir {
+		return nil, "", false
+	}
+	return OpenDir(filepath.Dir(sessions)), name, true
 }

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/logclient"
 	"github.com/docketlog/docket/receipts"
@@ -43,9 +42,6 @@ type SyncOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Logger receives one line per failed attempt; nil discards.
 	Logger *slog.Logger
-	// Receipt, if set, receipts the spooled hook events (see DrainSpool)
-	// before anything is submitted, so that they are synced too.
-	Receipt func(SpooledEvent) error
 	// CheckpointEvery is how often, at most, Sync logs an issuer checkpoint
 	// (an issuer_checkpoint receipt: the issuer_sequence up to which every
 	// receipt is in the log, and the open sessions) once everything else is
@@ -66,10 +62,6 @@ type SyncResult struct {
 	Pending int
 	// Errors are the receipts that failed, with their causes.
 	Errors []error
-	// Receipted is the number of spooled events receipted first, and
-	// SpoolErr why the others were not (see SyncOptions.Receipt).
-	Receipted int
-	SpoolErr  error
 	// Checkpoint is the issuer_high_water of the issuer checkpoint this Sync
 	// logged, 0 if none.
 	Checkpoint int64
@@ -93,9 +85,6 @@ const proofBatch = 256
 // nothing: the next one submits again what it cannot be sure of.
 func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) {
 	var res SyncResult
-	if opts.Receipt != nil {
-		res.Receipted, res.SpoolErr = s.DrainSpool(-1, opts.Receipt)
-	}
 	cfg, err := s.Config()
 	if err != nil {
 		return res, err
@@ -245,7 +234,7 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 // logClient returns the client of the configured log, verifying proofs
 // against its key and the configured witness policy.
 func (s *Store) logClient(cfg Config, opts SyncOptions) (*logclient.Client, error) {
-	v, err := c2sp.LoadProofVerifier(cfg.LogKey, cfg.WitnessPolicyPath(s.Project))
+	v, err := s.ProofVerifier(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -292,10 +281,10 @@ func (s *Store) Publish(ctx context.Context, session string, sequence int64, rec
 
 // lockSync takes the store's sync lock, waiting for another run to finish.
 func (s *Store) lockSync(ctx context.Context) (func(), error) {
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(s.Dir, SyncLockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(filepath.Join(s.dir, SyncLockFile), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("sync lock: %w", err)
 	}
@@ -320,7 +309,7 @@ func (s *Store) lockSync(ctx context.Context) (func(), error) {
 // Syncing reports whether a `docket sync` is running in the store (it holds
 // the sync lock). It does not wait.
 func (s *Store) Syncing() bool {
-	f, err := os.Open(filepath.Join(s.Dir, SyncLockFile))
+	f, err := os.Open(filepath.Join(s.dir, SyncLockFile))
 	if err != nil {
 		return false
 	}

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/audit"
+	"github.com/docketlog/docket/bundle"
 	"github.com/docketlog/docket/c2sp"
-	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
@@ -138,12 +138,12 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	chains, b, err := readPresented(fs.Args())
+	chains, b, err := readPresented(ctx, fs.Args())
 	if err != nil {
 		errorf(stderr, "audit: %v", err)
 		return 2
 	}
-	b.defaults(&lf, jwks)
+	bundleDefaults(b, &lf, jwks)
 	keys, err := loadKeys("", *jwks, *keyFile)
 	if err != nil {
 		errorf(stderr, "audit: %v", err)
@@ -206,43 +206,12 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	return 0
 }
 
-// A bundle is what docket export writes: chains, proofs, keys, policies.
-// Its manifest names the log and the files.
-type bundle struct {
-	LogURL        string `json:"log_url,omitempty"`
-	LogKey        string `json:"log_key,omitempty"`
-	WitnessPolicy string `json:"witness_policy,omitempty"` // file name in the bundle
-	JWKS          string `json:"jwks,omitempty"`           // file name in the bundle
-	dir           string
-}
-
-// defaults fills in the flags a bundle can answer.
-func (b *bundle) defaults(lf *logFlags, jwks *string) {
-	if b == nil {
-		return
-	}
-	if lf.logKey == "" {
-		lf.logKey = b.LogKey
-	}
-	if lf.log == "" {
-		lf.log = b.LogURL
-	}
-	if lf.policy == "" && b.WitnessPolicy != "" {
-		lf.policy = filepath.Join(b.dir, b.WitnessPolicy)
-	}
-	if *jwks == "" && b.JWKS != "" {
-		*jwks = filepath.Join(b.dir, b.JWKS)
-	}
-}
-
-const bundleManifest = "docket-bundle.json"
-
 // readPresented reads the session chains of PATHs: .docket directories,
 // projects holding one, bundles and .jsonl files. It returns the bundle's
 // manifest if a PATH was a bundle.
-func readPresented(paths []string) ([]audit.Chain, *bundle, error) {
+func readPresented(ctx context.Context, paths []string) ([]audit.Chain, *bundle.Bundle, error) {
 	var chains []audit.Chain
-	var b *bundle
+	var b *bundle.Bundle
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if err != nil {
@@ -257,11 +226,10 @@ func readPresented(paths []string) ([]audit.Chain, *bundle, error) {
 			continue
 		}
 		dir := p
-		if m, err := os.ReadFile(filepath.Join(p, bundleManifest)); err == nil {
-			b = &bundle{dir: p}
-			if err := strictjson.Unmarshal(m, b); err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", filepath.Join(p, bundleManifest), err)
-			}
+		if pb, err := bundle.Open(ctx, p); err == nil {
+			b = pb
+		} else if !errors.Is(err, bundle.ErrNotBundle) {
+			return nil, nil, err
 		} else if _, err := os.Stat(filepath.Join(p, store.DirName)); err == nil {
 			dir = filepath.Join(p, store.DirName)
 		}

@@ -584,3 +584,13 @@ func copyChains(src, dst string, keep func(string) bool, edit map[string]func([]
 	}
 	return nil
 }
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if s == "" {
+		return "no output"
+	}
+	return s
+}

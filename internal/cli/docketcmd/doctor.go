@@ -1,21 +1,18 @@
 package docketcmd
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"time"
 
+	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/hook"
-	"github.com/docketlog/docket/policy"
+	"github.com/docketlog/docket/mcp"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
@@ -50,9 +47,6 @@ Exit codes:
     2  a check failed: the gate does not block, or the hooks would not run
 `
 
-// doctorSession is the session the synthetic denials are recorded in.
-const doctorSession = "docket-doctor"
-
 func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("docket doctor", doctorUsage, stderr)
 	if err := fs.Parse(args); err != nil {
@@ -77,21 +71,21 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stdout, "ok    %s%s\n", name, detail)
 	}
 
-	priv, err := receipts.LoadPrivateKey(s.KeyPath())
+	priv, err := s.Key()
 	check("issuer key", err, func() string {
 		if priv == nil {
 			return ""
 		}
 		return ": " + receipts.NewKeyFile(priv).KID
 	}())
-	eng, err := policy.LoadDir(s.PolicyDir())
+	eng, err := gate.LoadPolicy(s)
 	check("policy", err, func() string {
 		if eng == nil {
 			return ""
 		}
 		return ": " + eng.Digest()
 	}())
-	cfg, err := s.LoadConfig()
+	cfg, err := s.Config()
 	check("config", err, func() string {
 		if cfg.HasLog() {
 			return ": log " + cfg.LogURL
@@ -99,18 +93,7 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return ": no log configured (receipts stay local)"
 	}())
 
-	// The agents configured in the project; Claude Code when none is, so
-	// that a project without hooks fails with the fix.
-	var agents []hook.Agent
-	for _, agent := range []hook.Agent{hook.Claude, hook.Gemini, hook.Codex} {
-		name, _, _ := agent.Installs()
-		if _, err := os.Stat(filepath.Join(project, name)); err == nil {
-			agents = append(agents, agent)
-		}
-	}
-	if len(agents) == 0 {
-		agents = []hook.Agent{hook.Claude}
-	}
+	agents := hook.ConfiguredAgents(project)
 	for _, agent := range agents {
 		name, events, _ := agent.Installs()
 		path := filepath.Join(project, name)
@@ -135,10 +118,25 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			check(fmt.Sprintf("%s runs project hooks", agent), hook.CheckTrust(agent, project, os.Getenv), "")
 		}
 		for _, h := range pre {
-			check(fmt.Sprintf("%s %s hook %s", agent, agent.PreEvent(), h.Command), probeHook(project, agent, h), ": blocks a denied call (exit 2)")
+			check(fmt.Sprintf("%s %s hook %s", agent, agent.PreEvent(), h.Command), hook.Probe(ctx, project, agent, h), ": blocks a denied call (exit 2)")
 		}
 	}
-	ok = doctorMCP(ctx, project, stdout) && ok
+	servers, err := mcp.ProbeServers(ctx, project)
+	if err != nil {
+		ok = false
+		fmt.Fprintf(stdout, "FAIL  MCP config: %v\n", err)
+	}
+	for _, sc := range servers {
+		switch {
+		case !sc.Gated:
+			fmt.Fprintf(stdout, "warn  MCP server %s in .mcp.json does not run through docket mcp: its calls are not gated (docket init -mcp %s)\n", sc.Name, sc.Name)
+		case sc.Err != nil:
+			ok = false
+			fmt.Fprintf(stdout, "FAIL  MCP server %s: %v\n", sc.Name, sc.Err)
+		default:
+			fmt.Fprintf(stdout, "ok    MCP server %s: docket mcp denies a refused call before the server sees it\n", sc.Name)
+		}
+	}
 	if !ok {
 		return 2
 	}
@@ -168,71 +166,4 @@ func cgoBuild() bool {
 		}
 	}
 	return false
-}
-
-// probeHook runs an installed pre hook command as the agent does (sh -c,
-// the agent's JSON event on stdin, its project directory variables, the
-// hook's timeout in the agent's unit) with a shell call the gate must deny,
-// and reports whether it blocked.
-func probeHook(project string, agent hook.Agent, h hook.InstalledHook) error {
-	event := map[string]any{
-		"session_id":      doctorSession,
-		"transcript_path": filepath.Join(project, ".docket", "doctor.jsonl"),
-		"cwd":             project,
-		"hook_event_name": agent.PreEvent(),
-		"tool_name":       agent.ShellTool(),
-		"tool_input":      map[string]any{"command": "rm -rf /", "description": "docket doctor: synthetic call the gate must deny"},
-	}
-	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+project)
-	switch agent {
-	case hook.Claude:
-		event["tool_use_id"] = fmt.Sprintf("docket-doctor-%d", time.Now().UnixNano())
-	case hook.Gemini:
-		event["timestamp"] = time.Now().UTC().Format(time.RFC3339)
-		env = append(env, "GEMINI_PROJECT_DIR="+project)
-	case hook.Codex:
-		event["tool_use_id"] = fmt.Sprintf("docket-doctor-%d", time.Now().UnixNano())
-		event["turn_id"] = "docket-doctor"
-		event["model"] = "docket-doctor"
-		event["permission_mode"] = "default"
-	}
-	data, _ := json.Marshal(event)
-	timeout := 60 * time.Second // the agents' default hook timeout
-	if h.Timeout > 0 {
-		timeout = time.Duration(h.Timeout) * agent.TimeoutUnit()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", h.Command)
-	cmd.Dir = project
-	cmd.Env = env
-	cmd.Stdin = bytes.NewReader(data)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	reason := strings.TrimSpace(stderr.String())
-	var ee *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		return fmt.Errorf("timed out after %v: %s lets the call run", timeout, agent)
-	case errors.As(err, &ee) && ee.ExitCode() == 2 && reason != "":
-		return nil
-	case errors.As(err, &ee) && ee.ExitCode() == 2:
-		return errors.New("exit 2 without a reason on stderr")
-	case errors.As(err, &ee):
-		return fmt.Errorf("exit %d (%s): %s lets the call run", ee.ExitCode(), firstLine(reason), agent)
-	case err != nil:
-		return fmt.Errorf("%v: %s lets the call run", err, agent)
-	}
-	return errors.New("exit 0: the call was allowed; the policy does not deny rm -rf /")
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if s == "" {
-		return "no output"
-	}
-	return s
 }

@@ -136,9 +136,9 @@ func startSync(s *store.Store, stderr io.Writer) {
 	if err != nil {
 		return
 	}
-	cmd := exec.Command(exe, "sync", "-dir", s.Project)
-	cmd.Dir = s.Project
-	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+s.Project)
+	cmd := exec.Command(exe, "sync", "-dir", s.Project())
+	cmd.Dir = s.Project()
+	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+s.Project())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		warnf(stderr, "starting docket sync: %v", err)

@@ -5,16 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 
+	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/hook"
+	"github.com/docketlog/docket/mcp"
 	"github.com/docketlog/docket/policy"
-	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
 
@@ -66,11 +64,6 @@ Examples:
     docket init -mcp fs -- npx -y @modelcontextprotocol/server-filesystem .
 `
 
-// gitignoreLines are the .docket paths that stay out of version control.
-var gitignoreLines = []string{
-	"/.docket/issuer.key", "/.docket/sessions/", "/.docket/proofs/", "/.docket/spool/",
-}
-
 func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("docket init", initUsage, stderr)
 	logURL := fs.String("log", "", "")
@@ -93,10 +86,12 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		errorf(stderr, "%v", err)
 		return 2
 	}
-	agents, err := initAgents(project, *agentNames)
-	if err != nil {
-		errorf(stderr, "init: %v", err)
-		return 2
+	agents := hook.DetectAgents(project)
+	if *agentNames != "" {
+		if agents, err = hook.ParseAgents(*agentNames); err != nil {
+			errorf(stderr, "init: -agent: %v", err)
+			return 2
+		}
 	}
 	s := store.Open(project)
 	if *command == "" {
@@ -117,7 +112,7 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	for _, a := range agents {
 		steps = append(steps, func() (string, error) { return initSettings(project, a, *command) })
 	}
-	steps = append(steps, func() (string, error) { return initGitignore(project) })
+	steps = append(steps, func() (string, error) { return initGitignore(s) })
 	if *mcpName != "" {
 		steps = append(steps, func() (string, error) { return initMCP(s, *mcpName, *mcpConfig, fs.Args()) })
 	}
@@ -140,75 +135,29 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	return 0
 }
 
-// initAgents parses -agent, or picks the agents in use: those whose
-// project directory (.claude, .gemini, .codex) or binary is present, and
-// Claude Code when there is none.
-func initAgents(project, names string) ([]hook.Agent, error) {
-	all := []hook.Agent{hook.Claude, hook.Gemini, hook.Codex}
-	var agents []hook.Agent
-	if names == "" {
-		for _, a := range all {
-			if fi, err := os.Stat(filepath.Join(project, "."+string(a))); err == nil && fi.IsDir() {
-				agents = append(agents, a)
-			} else if _, err := exec.LookPath(string(a)); err == nil {
-				agents = append(agents, a)
-			}
-		}
-		if len(agents) == 0 {
-			agents = []hook.Agent{hook.Claude}
-		}
-		return agents, nil
-	}
-	for _, n := range strings.Split(names, ",") {
-		if n = strings.TrimSpace(n); n == "all" {
-			return all, nil
-		}
-		a, err := hook.ParseAgent(n)
-		if err != nil || n == "" {
-			return nil, fmt.Errorf("-agent: unknown agent %q (want claude, gemini, codex or all)", n)
-		}
-		if !slices.Contains(agents, a) {
-			agents = append(agents, a)
-		}
-	}
-	return agents, nil
-}
+// The steps of docket init, each saying what it did.
 
 func initKey(s *store.Store) (string, error) {
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return "", err
+	kid, created, err := s.InitKey()
+	if err != nil || !created {
+		return "kept issuer key " + kid, err
 	}
-	if _, err := os.Stat(s.KeyPath()); err == nil {
-		priv, err := receipts.LoadPrivateKey(s.KeyPath())
-		if err != nil {
-			return "", fmt.Errorf("existing issuer key: %w", err)
-		}
-		return "kept issuer key " + receipts.NewKeyFile(priv).KID, nil
-	}
-	_, kf := receipts.GenerateKey()
-	if err := receipts.WriteKeyFile(s.KeyPath(), kf); err != nil {
-		return "", fmt.Errorf("writing issuer key: %w", err)
-	}
-	return "wrote issuer key " + kf.KID + " to " + rel(s.Project, s.KeyPath()), nil
+	return "wrote issuer key " + kid + " to " + filepath.Join(store.DirName, store.KeyFile), nil
 }
 
 func initPolicy(s *store.Store) (string, error) {
-	if err := os.MkdirAll(s.PolicyDir(), 0o755); err != nil {
-		return "", err
-	}
-	matches, _ := filepath.Glob(filepath.Join(s.PolicyDir(), "*.cedar"))
-	if len(matches) > 0 {
-		eng, err := policy.LoadDir(s.PolicyDir())
+	if s.HasPolicy() {
+		eng, err := gate.LoadPolicy(s)
 		if err != nil {
 			return "", fmt.Errorf("existing policy does not load (every call would be denied): %w", err)
 		}
 		return "kept policy " + eng.Digest(), nil
 	}
-	path := filepath.Join(s.PolicyDir(), policy.DefaultName)
-	if err := os.WriteFile(path, policy.Default, 0o644); err != nil {
-		return "", fmt.Errorf("writing policy: %w", err)
+	path, err := s.WritePolicyFile(policy.DefaultName, policy.Default)
+	if err != nil {
+		return "", err
 	}
-	return "wrote default policy to " + rel(s.Project, path), nil
+	return "wrote default policy to " + rel(s.Project(), path), nil
 }
 
 func initConfig(s *store.Store, logURL, logKey, witness string, requireLog bool) (string, error) {
@@ -218,90 +167,54 @@ func initConfig(s *store.Store, logURL, logKey, witness string, requireLog bool)
 	if logURL == "" && logKey == "" && witness == "" {
 		return "", nil
 	}
-	if witness != "" {
-		abs, err := filepath.Abs(witness)
-		if err != nil {
-			return "", err
-		}
-		if _, err := os.Stat(abs); err != nil {
-			return "", fmt.Errorf("witness policy: %w", err)
-		}
-		if r, err := filepath.Rel(s.Project, abs); err == nil && !strings.HasPrefix(r, "..") {
-			abs = r // keep the configuration movable with the project
-		}
-		witness = abs
-	}
 	c := store.Config{LogURL: logURL, LogKey: logKey, WitnessPolicy: witness, RequireLog: requireLog}
-	if err := s.WriteConfig(c); err != nil {
+	if err := s.InitConfig(c); err != nil {
 		return "", err
 	}
+	name := filepath.Join(store.DirName, store.ConfigFile)
 	if requireLog {
-		return "wrote " + rel(s.Project, s.ConfigPath()) + " (log " + logURL + "; strict: a call runs only once its allow is in the log)", nil
+		return "wrote " + name + " (log " + logURL + "; strict: a call runs only once its allow is in the log)", nil
 	}
-	return "wrote " + rel(s.Project, s.ConfigPath()) + " (log " + logURL + ")", nil
+	return "wrote " + name + " (log " + logURL + ")", nil
 }
 
-// initSettings merges docket's hooks into the agent's project hook
-// configuration. Existing settings and hooks are kept; an event that
-// already runs `docket hook <kind>` is left alone.
+// initSettings installs docket's hooks in the agent's hook file.
 func initSettings(project string, agent hook.Agent, command string) (string, error) {
-	name, _, err := agent.Installs()
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(project, name)
-	settings, err := hook.ReadSettings(path)
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", err
-	}
-	added, err := settings.Install(agent, command)
-	if err != nil {
-		return "", err
-	}
-	if len(added) == 0 {
-		return "kept hooks in " + rel(project, path), nil
-	}
-	if err := settings.Write(); err != nil {
-		return "", err
+	path, added, err := hook.InstallProject(project, agent, command)
+	if err != nil || len(added) == 0 {
+		return "kept hooks in " + rel(project, path), err
 	}
 	return fmt.Sprintf("added %s hooks to %s", strings.Join(added, ", "), rel(project, path)), nil
 }
 
-func initGitignore(project string) (string, error) {
-	path := filepath.Join(project, ".gitignore")
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
-	have := map[string]bool{}
-	for _, l := range strings.Split(string(data), "\n") {
-		have[strings.TrimSpace(l)] = true
-	}
-	var add []string
-	for _, l := range gitignoreLines {
-		if !have[l] && !have[strings.TrimPrefix(l, "/")] {
-			add = append(add, l)
-		}
-	}
-	if len(add) == 0 {
-		return "", nil
-	}
-	var b strings.Builder
-	b.Write(data)
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		b.WriteByte('\n')
-	}
-	b.WriteString("# docket: the issuer key and local receipt state\n")
-	for _, l := range add {
-		b.WriteString(l + "\n")
-	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+func initGitignore(s *store.Store) (string, error) {
+	add, err := s.InitGitignore()
+	if err != nil || len(add) == 0 {
 		return "", err
 	}
 	return "added " + strings.Join(add, " ") + " to .gitignore", nil
+}
+
+// initMCP runs MCP server name through docket mcp (mcp.Install).
+func initMCP(s *store.Store, name, configPath string, serverCmd []string) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding the docket binary: %w", err)
+	}
+	in, err := mcp.Install(s, name, configPath, exe, serverCmd)
+	if err != nil {
+		return "", err
+	}
+	msg := "kept " + name + " in " + rel(s.Project(), in.Config) + " (already runs through docket mcp)"
+	if in.Changed {
+		msg = "server " + name + " in " + rel(s.Project(), in.Config) + " now runs through docket mcp (a previous file is kept as .bak)"
+	}
+	if in.Trusted != "" {
+		msg += "; trusted Action::\"mcp__" + name + "\" in " + rel(s.Project(), in.Trusted)
+	} else if in.Untrusted {
+		msg += "; trust it in your policy (mcp-ask-other-servers) or its calls are denied"
+	}
+	return msg, nil
 }
 
 func rel(base, path string) string {

@@ -4,23 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/docketlog/docket/gate"
-	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/mcp"
-	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/store"
 )
 
@@ -156,7 +149,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		warnf(stderr, "mcp: %v; every allowed call waits for the log, which cannot take it, and is denied", err)
 	}
 	hasLog := false
-	if c, err := st.LoadConfig(); err == nil && c.HasLog() {
+	if c, err := st.Config(); err == nil && c.HasLog() {
 		hasLog = true
 	}
 	var follower *store.Follower
@@ -226,138 +219,4 @@ func serverName(argv []string) string {
 		return "server"
 	}
 	return s
-}
-
-// initMCP runs MCP server name through docket mcp: its entry in the MCP
-// client config (configPath, "" for the project's .mcp.json, "desktop" for
-// Claude Desktop's) is rewritten, and name is trusted in the default policy.
-func initMCP(s *store.Store, name, configPath string, serverCmd []string) (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("finding the docket binary: %w", err)
-	}
-	switch configPath {
-	case "":
-		configPath = filepath.Join(s.Project, ".mcp.json")
-	case "desktop":
-		if configPath, err = desktopConfig(); err != nil {
-			return "", err
-		}
-	}
-	changed, err := mcp.InstallClient(configPath, name, exe, []string{"-dir", s.Project}, serverCmd)
-	if err != nil {
-		return "", err
-	}
-	msg := "kept " + name + " in " + rel(s.Project, configPath) + " (already runs through docket mcp)"
-	if changed {
-		msg = "server " + name + " in " + rel(s.Project, configPath) + " now runs through docket mcp (a previous file is kept as .bak)"
-	}
-	path := filepath.Join(s.PolicyDir(), policy.DefaultName)
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return msg + "; trust it in your policy (mcp-ask-other-servers) or its calls are denied", nil
-	}
-	out, trusted, err := mcp.TrustServer(src, name)
-	if err != nil {
-		return msg + "; trust it in your policy (mcp-ask-other-servers) or its calls are denied", nil
-	}
-	if trusted {
-		if err := durable.WriteFile(path, out, 0o644); err != nil {
-			return "", err
-		}
-		msg += "; trusted Action::\"mcp__" + name + "\" in " + rel(s.Project, path)
-	}
-	return msg, nil
-}
-
-// desktopConfig is Claude Desktop's configuration file.
-func desktopConfig() (string, error) {
-	if runtime.GOOS == "darwin" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		return filepath.Join(home, "Library", "Application Support", "Claude", "claude_desktop_config.json"), nil
-	}
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "Claude", "claude_desktop_config.json"), nil
-}
-
-// doctorMCP checks the MCP servers of the project's .mcp.json: a server not
-// run through docket mcp is reported as ungated, and each gated one is
-// started exactly as configured (in the session docket-doctor) and sent a
-// tools/call with a malformed PIC proposal, which the gate must deny
-// without the server seeing it. It returns false when a gated server does
-// not block.
-func doctorMCP(ctx context.Context, project string, stdout io.Writer) bool {
-	path := filepath.Join(project, ".mcp.json")
-	entries, err := mcp.ReadClient(path)
-	if err != nil {
-		if !os.IsNotExist(err) {
-			fmt.Fprintf(stdout, "FAIL  MCP config: %v\n", err)
-			return false
-		}
-		return true
-	}
-	ok := true
-	names := make([]string, 0, len(entries))
-	for n := range entries {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		e := entries[n]
-		if !e.Gated() {
-			fmt.Fprintf(stdout, "warn  MCP server %s in .mcp.json does not run through docket mcp: its calls are not gated (docket init -mcp %s)\n", n, n)
-			continue
-		}
-		if err := probeMCP(ctx, e); err != nil {
-			ok = false
-			fmt.Fprintf(stdout, "FAIL  MCP server %s: %v\n", n, err)
-			continue
-		}
-		fmt.Fprintf(stdout, "ok    MCP server %s: docket mcp denies a refused call before the server sees it\n", n)
-	}
-	return ok
-}
-
-// probeMCP runs a gated .mcp.json entry and checks that a tools/call whose
-// PIC proposal is malformed is answered with Docket's denial.
-func probeMCP(ctx context.Context, e mcp.ClientEntry) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	args := append([]string{"mcp", "-session", doctorSession, "-grace", "1s"}, e.Args[1:]...)
-	cmd := exec.CommandContext(ctx, e.Command, args...)
-	cmd.Env = os.Environ()
-	for k, v := range e.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":"docket-doctor","method":"tools/call","params":{"name":"docket-doctor-probe","arguments":{"__pic":"not a proposal"}}}` + "\n")
-	out, err := cmd.Output()
-	for _, line := range strings.Split(string(out), "\n") {
-		var m struct {
-			ID     string `json:"id"`
-			Result struct {
-				IsError bool           `json:"isError"`
-				Meta    map[string]any `json:"_meta"`
-			} `json:"result"`
-			Error *struct {
-				Data map[string]any `json:"data"`
-			} `json:"error"`
-		}
-		if json.Unmarshal([]byte(line), &m) != nil || m.ID != "docket-doctor" {
-			continue
-		}
-		if m.Result.IsError && m.Result.Meta[mcp.MetaDecision] == "deny" || m.Error != nil && m.Error.Data[mcp.MetaDecision] == "deny" {
-			return nil
-		}
-		return fmt.Errorf("the probe call was answered without Docket's denial: %s", line)
-	}
-	if err != nil {
-		return fmt.Errorf("docket mcp gave no denial and exited: %v", err)
-	}
-	return errors.New("docket mcp gave no answer to the probe call")
 }

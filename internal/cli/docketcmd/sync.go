@@ -86,13 +86,12 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	st := store.Open(project)
 	// Events a hook had to spool are receipted first, so they are synced too.
 	home, _ := os.UserHomeDir()
-	opts.Receipt = hook.Receipter(st, home)
-	res, err := st.Sync(ctx, opts)
-	if res.SpoolErr != nil {
-		warnf(stderr, "spooled events: %v", res.SpoolErr)
-	} else if res.Receipted > 0 {
-		fmt.Fprintf(stdout, "receipted %d spooled events\n", res.Receipted)
+	if n, err := hook.DrainSpool(st, home); err != nil {
+		warnf(stderr, "spooled events: %v", err)
+	} else if n > 0 {
+		fmt.Fprintf(stdout, "receipted %d spooled events\n", n)
 	}
+	res, err := st.Sync(ctx, opts)
 	if res.Stored > 0 {
 		fmt.Fprintf(stdout, "stored %d proofs\n", res.Stored)
 	}

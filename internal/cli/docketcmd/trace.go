@@ -1,36 +1,19 @@
 package docketcmd
 
 import (
-	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"os"
+	"log/slog"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/docketlog/docket/audit"
-	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 	"github.com/docketlog/docket/trace"
-)
-
-// The files docket export trace writes, and docket verify -trace looks for
-// next to the record.
-const (
-	traceRecordFile     = "trust-record.json"
-	traceTranscriptFile = "transcript.json"
-	traceChainFile      = "chain.jsonl"
-	traceProofFile      = "last.tlog-proof"
 )
 
 const exportTraceUsage = `Usage:
@@ -92,168 +75,51 @@ func runExportTrace(ctx context.Context, args []string, _ io.Reader, stdout, std
 		errorf(stderr, "export trace: %v", err)
 		return 2
 	}
-	st := store.Open(project)
-	e := traceExport{st: st, project: project, session: *session, dir: *out, transcriptURI: *transcriptURI,
-		subject: *subject, dataClass: *dataClass, audit: !*noAudit, stderr: stderr}
-	rec, err := e.run(ctx)
+	measurement, err := trace.BinaryDigest()
 	if err != nil {
 		errorf(stderr, "export trace: %v", err)
 		return 2
 	}
+	st := store.Open(project)
+	cfg := trace.ExportConfig{Store: st, Session: *session, Dir: *out, TranscriptURI: *transcriptURI,
+		Subject: *subject, DataClass: *dataClass, Measurement: measurement, Logger: warnLogger(stderr)}
+	if c, err := st.Config(); err != nil && !*noAudit {
+		errorf(stderr, "export trace: %v", err)
+		return 2
+	} else if c.HasLog() && !*noAudit {
+		if cfg.Log, err = newFetcher(c.LogURL); err != nil {
+			errorf(stderr, "export trace: %v", err)
+			return 2
+		}
+	}
+	rec, err := trace.Export(ctx, cfg)
+	if err != nil {
+		errorf(stderr, "export trace: %v", err)
+		if errors.Is(err, trace.ErrAppraisal) {
+			hintf(stderr, "-no-audit exports without an appraisal")
+		}
+		return 2
+	}
 	fmt.Fprintf(stdout, "docket: wrote the TRACE record of session %s (%d calls, appraisal %s) to %s\n",
-		*session, *rec.ToolTranscript.CallCount, rec.Appraisal.Status, filepath.Join(*out, traceRecordFile))
+		*session, *rec.ToolTranscript.CallCount, rec.Appraisal.Status, filepath.Join(*out, trace.RecordFile))
 	return 0
 }
 
-// traceExport is one run of docket export trace.
-type traceExport struct {
-	st                                *store.Store
-	project, session, dir             string
-	transcriptURI, subject, dataClass string
-	audit                             bool
-	stderr                            io.Writer
+// warnLogger is the logger of a package's warnings: each message on
+// stderr as docket prints warnings.
+func warnLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(warnHandler{stderr})
 }
 
-func (e *traceExport) run(ctx context.Context) (_ *trace.Record, err error) {
-	chain, err := e.st.Receipts(e.session)
-	if err != nil {
-		return nil, err
-	}
-	if len(chain) == 0 {
-		return nil, fmt.Errorf("no session %q in %s", e.session, e.st.Dir)
-	}
-	s, err := trace.ReadSession(chain)
-	if err != nil {
-		return nil, err
-	}
-	key, err := receipts.LoadPrivateKey(e.st.KeyPath())
-	if err != nil {
-		return nil, err
-	}
-	transcript, err := trace.MarshalTranscript(s.Calls)
-	if err != nil {
-		return nil, err
-	}
-	measurement, err := binaryDigest()
-	if err != nil {
-		return nil, err
-	}
-	cfg := trace.Config{Key: key, Session: s, Transcript: transcript, TranscriptURI: e.transcriptURI,
-		Subject: e.subject, DataClass: e.dataClass, Measurement: measurement}
-	if len(s.PolicyDigests) == 0 {
-		eng, err := gate.LoadPolicy(e.st)
-		if err != nil {
-			return nil, fmt.Errorf("the session made no decision and the policy does not load: %w", err)
-		}
-		cfg.PolicyDigest = eng.Digest()
-	}
-	if err := os.Mkdir(e.dir, 0o755); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			os.RemoveAll(e.dir)
-		}
-	}()
-	if e.audit {
-		if cfg.Appraisal, err = e.appraise(ctx, key.Public().(ed25519.PublicKey), chain, s.ID); err != nil {
-			return nil, fmt.Errorf("docket audit: %w (-no-audit exports without an appraisal)", err)
-		}
-	}
-	abs, err := filepath.Abs(e.dir)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.TranscriptURI == "" {
-		cfg.TranscriptURI = (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(abs, traceTranscriptFile))}).String()
-	}
-	proof, err := e.st.ReadProof(s.ID, s.LastSequence)
-	if err == nil {
-		base, err := url.Parse(cfg.TranscriptURI)
-		if err != nil {
-			return nil, fmt.Errorf("-transcript-uri: %w", err)
-		}
-		cfg.Transparency = base.ResolveReference(&url.URL{Path: traceProofFile}).String()
-		if err := os.WriteFile(filepath.Join(e.dir, traceProofFile), proof, 0o644); err != nil {
-			return nil, err
-		}
-	} else {
-		warnf(e.stderr, "receipt %d of session %s has no log proof yet: the record names none (run docket sync first)", s.LastSequence, e.session)
-	}
-	rec, err := trace.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	signed, err := trace.Sign(rec, key)
-	if err != nil {
-		return nil, err
-	}
-	files := []struct {
-		name string
-		data []byte
-	}{
-		{traceTranscriptFile, transcript},
-		{traceChainFile, append(bytes.Join(chain, []byte("\n")), '\n')},
-		{traceRecordFile, signed},
-	}
-	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(e.dir, f.name), f.data, 0o644); err != nil {
-			return nil, err
-		}
-	}
-	return rec, nil
-}
+type warnHandler struct{ w io.Writer }
 
-// appraise runs docket audit over the session when the store names a log,
-// and returns nil when it does not.
-func (e *traceExport) appraise(ctx context.Context, pub ed25519.PublicKey, chain [][]byte, session string) (*trace.Appraisal, error) {
-	cfg, err := e.st.LoadConfig()
-	if err != nil || !cfg.HasLog() {
-		return nil, err
-	}
-	lf := logFlags{log: cfg.LogURL, logKey: cfg.LogKey}
-	if cfg.WitnessPolicy != "" {
-		lf.policy = cfg.WitnessPolicyPath(e.project)
-	}
-	f, v, err := lf.open()
-	if err != nil {
-		return nil, err
-	}
-	raw, cp, err := readCheckpoint(ctx, f, v)
-	if err != nil {
-		return nil, err
-	}
-	evidence := filepath.Join(e.dir, "evidence")
-	findings, err := audit.Run(ctx, audit.Config{Fetcher: f, Checkpoint: raw, Size: cp.Size, Root: cp.Root,
-		Keys: receipts.PinnedKey(pub), Sessions: []string{session}, EvidenceDir: evidence},
-		[]audit.Chain{{Source: e.st.ChainPath(session), Receipts: chain}})
-	if err != nil {
-		return nil, err
-	}
-	for _, fd := range findings {
-		warnf(e.stderr, "audit: %s", fd)
-	}
-	os.Remove(evidence) // only if empty
-	return trace.Appraise(findings, time.Now()), nil
+func (h warnHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h warnHandler) Handle(_ context.Context, r slog.Record) error {
+	warnf(h.w, "%s", r.Message)
+	return nil
 }
-
-// binaryDigest returns "sha256:" + hex of the running docket binary.
-func binaryDigest() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	f, err := os.Open(exe)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
-}
+func (h warnHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h warnHandler) WithGroup(string) slog.Handler      { return h }
 
 const verifyTraceUsage = `Usage:
     docket verify -trace RECORD [-key HEX | -jwks FILE | -key-file FILE]
@@ -349,24 +215,8 @@ func runVerifyTrace(ctx context.Context, args []string, stdout, stderr io.Writer
 	// trusted key, within the limits it claims; with -fetch, the URIs are
 	// that record's: nothing an untrusted record names is fetched.
 	if first := trace.Verify(data, trace.Options{Keys: keys, MaxAge: opts.MaxAge, Skew: opts.Skew}); first.Record != nil {
-		var transcriptURI, transparency string
-		if *fetch {
-			if tt := first.Record.ToolTranscript; tt != nil {
-				transcriptURI = tt.TranscriptURI
-			}
-			transparency = first.Record.Transparency
-		}
-		src := evidenceSource{fetch: *fetch, dir: filepath.Dir(*recordFile), fetcher: fetcher}
-		var errs []error
-		lim := trace.LimitsOf(first.Record, nil)
-		opts.Transcript = src.read(ctx, *transcriptFile, transcriptURI, "", traceTranscriptFile, lim.Transcript, &errs)
-		lim = trace.LimitsOf(first.Record, opts.Transcript)
-		if chain := src.read(ctx, *chainFile, transcriptURI, traceChainFile, traceChainFile, lim.Chain, &errs); chain != nil {
-			opts.Chain = receipts.SplitLines(chain)
-		}
-		if opts.Proofs != nil {
-			opts.Proof = src.read(ctx, *proofFile, transparency, "", traceProofFile, lim.Proof, &errs)
-		}
+		src := trace.Sources{Transcript: *transcriptFile, Chain: *chainFile, Proof: *proofFile, Fetch: *fetch, Dir: filepath.Dir(*recordFile)}
+		errs := fetcher.Evidence(ctx, first.Record, src, &opts)
 		for _, err := range errs {
 			warnf(stderr, "%v", err)
 		}
@@ -395,49 +245,4 @@ func runVerifyTrace(ctx context.Context, args []string, stdout, stderr io.Writer
 		return 2
 	}
 	return 0
-}
-
-// evidenceSource finds the files a record's verification needs.
-type evidenceSource struct {
-	fetch   bool
-	dir     string
-	fetcher *trace.Fetcher
-}
-
-// read returns the bytes of the file given by flag, else with -fetch of the
-// URI (resolving rel against it when rel is set), else of local next to the
-// record; at most max bytes, of a regular file; nil when there are none
-// (with -fetch, also when the record named no URI). Errors other than the
-// absence of local are appended to errs.
-func (s evidenceSource) read(ctx context.Context, flagFile, uri, rel, local string, max int64, errs *[]error) []byte {
-	if flagFile == "" && s.fetch {
-		if uri == "" {
-			return nil
-		}
-		u, err := url.Parse(uri)
-		if err == nil && rel != "" {
-			u = u.ResolveReference(&url.URL{Path: rel})
-		}
-		var b []byte
-		if err == nil {
-			b, err = s.fetcher.Fetch(ctx, u.String(), max)
-		}
-		if err != nil {
-			*errs = append(*errs, fmt.Errorf("fetching %s: %w", uri, err))
-			return nil
-		}
-		return b
-	}
-	name := flagFile
-	if name == "" {
-		name = filepath.Join(s.dir, local)
-	}
-	b, err := s.fetcher.ReadFile(ctx, name, max)
-	if err != nil {
-		if flagFile != "" || !errors.Is(err, os.ErrNotExist) {
-			*errs = append(*errs, err)
-		}
-		return nil
-	}
-	return b
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/docketlog/docket/bundle"
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
@@ -97,7 +98,7 @@ func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		hintf(stderr, "docket verify -key-file .docket/issuer.key .docket/sessions/*.jsonl")
 		return 2
 	}
-	names, err := expandBundles(fs.Args(), keyHex, jwksFile, keyFile, logKey, witnessPolicy)
+	names, err := expandBundles(ctx, fs.Args(), keyHex, jwksFile, keyFile, logKey, witnessPolicy)
 	if err != nil {
 		errorf(stderr, "verify: %v", err)
 		return 2
@@ -198,26 +199,25 @@ func verifyFile(name string, opts receipts.Options) fileResult {
 // expandBundles replaces each bundle directory (docket export) among args
 // by its session chains, and takes the bundle's issuer keys, log key and
 // witness policy for the flags that were not given.
-func expandBundles(args []string, keyHex, jwks, keyFile, logKey, policy *string) ([]string, error) {
+func expandBundles(ctx context.Context, args []string, keyHex, jwks, keyFile, logKey, policy *string) ([]string, error) {
 	var out []string
 	for _, a := range args {
-		m, err := os.ReadFile(filepath.Join(a, bundleManifest))
-		if err != nil {
+		b, err := bundle.Open(ctx, a)
+		if errors.Is(err, bundle.ErrNotBundle) {
 			out = append(out, a)
 			continue
 		}
-		b := &bundle{dir: a}
-		if err := json.Unmarshal(m, b); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(a, bundleManifest), err)
+		if err != nil {
+			return nil, err
 		}
 		if *keyHex == "" && *keyFile == "" {
 			lf := logFlags{logKey: *logKey, policy: *policy, log: "-"}
-			b.defaults(&lf, jwks)
+			bundleDefaults(b, &lf, jwks)
 			*logKey, *policy = lf.logKey, lf.policy
 		}
-		chains, err := filepath.Glob(filepath.Join(a, store.SessionsDir, "*.jsonl"))
-		if err != nil || len(chains) == 0 {
-			return nil, fmt.Errorf("%s: a bundle without session chains", a)
+		chains, err := b.ChainFiles()
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, chains...)
 	}
@@ -225,27 +225,30 @@ func expandBundles(args []string, keyHex, jwks, keyFile, logKey, policy *string)
 }
 
 // checkProofs requires a verified log proof for every valid receipt of f,
-// read from dir/<sequence>.tlog-proof (or .proof). With no dir, a chain file
-// DIR/sessions/NAME.jsonl has its proofs in the store (or export bundle) DIR.
+// read from dir/<sequence>.tlog-proof (or .proof). With no dir, a chain of
+// a store or an export bundle (store.ChainOf) has its proofs in that store.
 func checkProofs(f *fileResult, v *c2sp.ProofVerifier, dir string) {
 	if f.err != nil {
 		return
 	}
-	readProof := func(seq string) ([]byte, error) { return store.ReadProofFile(dir, seq) }
+	readProof := func(seq int64) ([]byte, error) { return store.ReadProofFile(dir, strconv.FormatInt(seq, 10)) }
 	if dir == "" {
-		base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f.name), ".jsonl"), ".json")
-		dir = filepath.Dir(filepath.Dir(f.name))
-		proofs, err := store.OpenDir(dir).Proofs(base)
-		readProof = func(seq string) ([]byte, error) {
-			n, perr := strconv.ParseInt(seq, 10, 64)
-			if err != nil || perr != nil {
-				return nil, errors.Join(err, perr)
+		st, session, ok := store.ChainOf(f.name)
+		var proofs *store.ProofSet
+		err := fs.ErrNotExist
+		if ok {
+			proofs, err = st.Proofs(session)
+		}
+		readProof = func(seq int64) ([]byte, error) {
+			if err != nil {
+				return nil, err
 			}
-			if b, ok := proofs.Get(n); ok {
+			if b, ok := proofs.Get(seq); ok {
 				return b, nil
 			}
 			return nil, fs.ErrNotExist
 		}
+		dir = filepath.Dir(filepath.Dir(f.name))
 	}
 	f.logIndex = make([]int64, len(f.results))
 	for i := range f.results {
@@ -254,11 +257,12 @@ func checkProofs(f *fileResult, v *c2sp.ProofVerifier, dir string) {
 		if r.Outcome != receipts.Valid {
 			continue
 		}
-		obj, _ := strictjson.ParseObject(f.lines[i])
-		payload, _ := obj["payload"].(map[string]any)
-		seq, _ := payload["sequence"].(json.Number)
-		proof, err := readProof(string(seq))
-		if seq == "" || err != nil {
+		var proof []byte
+		rc, err := receipts.Open(f.lines[i], nil)
+		if err == nil {
+			proof, err = readProof(rc.Payload.Sequence)
+		}
+		if err != nil || rc.Payload.Sequence == 0 {
 			r.Outcome, r.Cause, r.Detail = receipts.Undecidable, c2sp.CauseNoProof, fmt.Sprintf("no log proof in %s (run docket sync)", dir)
 			continue
 		}

@@ -1,0 +1,174 @@
+package hook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// This file is the project side of the agents' hook files: which agents a
+// project uses (DetectAgents, ParseAgents, ConfiguredAgents), installing
+// docket's hooks into a project (InstallProject), and proving that an
+// installed pre hook blocks (Probe), as `docket init` and `docket doctor`
+// need them.
+
+// Agents are the agents Docket installs hooks for, in the order it
+// reports them.
+var Agents = []Agent{Claude, Gemini, Codex}
+
+// DetectAgents returns the agents in use in project: those whose project
+// directory (.claude, .gemini, .codex) or binary (on PATH) is present, and
+// Claude Code when there is none.
+func DetectAgents(project string) []Agent {
+	var agents []Agent
+	for _, a := range Agents {
+		if fi, err := os.Stat(filepath.Join(project, "."+string(a))); err == nil && fi.IsDir() {
+			agents = append(agents, a)
+		} else if _, err := exec.LookPath(string(a)); err == nil {
+			agents = append(agents, a)
+		}
+	}
+	if len(agents) == 0 {
+		agents = []Agent{Claude}
+	}
+	return agents
+}
+
+// ParseAgents parses a comma-separated list of agent names (claude,
+// gemini, codex) or "all".
+func ParseAgents(names string) ([]Agent, error) {
+	var agents []Agent
+	for _, n := range strings.Split(names, ",") {
+		if n = strings.TrimSpace(n); n == "all" {
+			return slices.Clone(Agents), nil
+		}
+		a, err := ParseAgent(n)
+		if err != nil || n == "" {
+			return nil, fmt.Errorf("unknown agent %q (want claude, gemini, codex or all)", n)
+		}
+		if !slices.Contains(agents, a) {
+			agents = append(agents, a)
+		}
+	}
+	return agents, nil
+}
+
+// ConfiguredAgents returns the agents whose hook file exists in project;
+// Claude Code when none does, so that a project without hooks is checked
+// (and fails with the fix).
+func ConfiguredAgents(project string) []Agent {
+	var agents []Agent
+	for _, a := range Agents {
+		name, _, _ := a.Installs()
+		if _, err := os.Stat(filepath.Join(project, name)); err == nil {
+			agents = append(agents, a)
+		}
+	}
+	if len(agents) == 0 {
+		agents = []Agent{Claude}
+	}
+	return agents
+}
+
+// InstallProject merges docket's hooks (running command) into the agent's
+// hook file in project. Existing settings and hooks are kept; an event that
+// already runs `docket hook <kind>` is left alone. It returns the file's
+// path and the events it added (none: the file was not written).
+func InstallProject(project string, agent Agent, command string) (path string, added []string, err error) {
+	name, _, err := agent.Installs()
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(project, name)
+	settings, err := ReadSettings(path)
+	if err != nil {
+		return path, nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return path, nil, err
+	}
+	if added, err = settings.Install(agent, command); err != nil || len(added) == 0 {
+		return path, nil, err
+	}
+	return path, added, settings.Write()
+}
+
+// ProbeSession is the session the probes' synthetic denials are recorded
+// in.
+const ProbeSession = "docket-doctor"
+
+// Probe runs an installed pre hook command as the agent does (sh -c, the
+// agent's JSON event on stdin, its project directory variables, the hook's
+// timeout in the agent's unit) with a shell call the gate must deny (rm
+// -rf /), and returns nil only when it blocked: exit 2 with a reason on
+// stderr. The error says how the agent would let the call run.
+func Probe(ctx context.Context, project string, agent Agent, h InstalledHook) error {
+	event := map[string]any{
+		"session_id":      ProbeSession,
+		"transcript_path": filepath.Join(project, ".docket", "doctor.jsonl"),
+		"cwd":             project,
+		"hook_event_name": agent.PreEvent(),
+		"tool_name":       agent.ShellTool(),
+		"tool_input":      map[string]any{"command": "rm -rf /", "description": "docket doctor: synthetic call the gate must deny"},
+	}
+	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+project)
+	switch agent {
+	case Claude:
+		event["tool_use_id"] = fmt.Sprintf("docket-doctor-%d", time.Now().UnixNano())
+	case Gemini:
+		event["timestamp"] = time.Now().UTC().Format(time.RFC3339)
+		env = append(env, "GEMINI_PROJECT_DIR="+project)
+	case Codex:
+		event["tool_use_id"] = fmt.Sprintf("docket-doctor-%d", time.Now().UnixNano())
+		event["turn_id"] = "docket-doctor"
+		event["model"] = "docket-doctor"
+		event["permission_mode"] = "default"
+	}
+	data, _ := json.Marshal(event)
+	timeout := 60 * time.Second // the agents' default hook timeout
+	if h.Timeout > 0 {
+		timeout = time.Duration(h.Timeout) * agent.TimeoutUnit()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", h.Command)
+	cmd.Dir = project
+	cmd.Env = env
+	cmd.Stdin = bytes.NewReader(data)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	reason := strings.TrimSpace(stderr.String())
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("timed out after %v: %s lets the call run", timeout, agent)
+	case errors.As(err, &ee) && ee.ExitCode() == 2 && reason != "":
+		return nil
+	case errors.As(err, &ee) && ee.ExitCode() == 2:
+		return errors.New("exit 2 without a reason on stderr")
+	case errors.As(err, &ee):
+		return fmt.Errorf("exit %d (%s): %s lets the call run", ee.ExitCode(), firstLine(reason), agent)
+	case err != nil:
+		return fmt.Errorf("%v: %s lets the call run", err, agent)
+	}
+	return errors.New("exit 0: the call was allowed; the policy does not deny rm -rf /")
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if s == "" {
+		return "no output"
+	}
+	return s
+}
