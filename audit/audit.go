@@ -78,6 +78,7 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 		compare(v, chains, presented, &out)
 	}
 	v.logFindings(&out)
+	unenforcedFindings(v, &out)
 	for _, r := range v.records {
 		if isExecution(r) {
 			if _, logged := v.byHash[r.DecisionReceiptHash]; !logged && !presented[r.DecisionReceiptHash] {

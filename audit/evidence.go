@@ -120,7 +120,7 @@ func VerifyEvidence(ev *Evidence, logKey note.Verifier) (string, error) {
 		if !isExecution(&Record{Payload: x}) || x.DecisionReceiptHash != receipts.ChainHash(entries[0].Receipt) || entries[0].KID != entries[1].KID {
 			return "", fmt.Errorf("%w: the second entry is not an execution of the first", ErrNotProven)
 		}
-		if ev.Kind == KindExecutedDeny && d.Decision == receipts.Deny {
+		if ev.Kind == KindExecutedDeny && d.Decision == receipts.Deny && !d.Unenforced {
 			return fmt.Sprintf("session %q: execution %d executes the deny decision %d", entries[1].SessionID, x.Sequence, d.Sequence), nil
 		}
 		if ev.Kind == KindUnlinkedExecution && (entries[0].SessionID != entries[1].SessionID || d.Sequence >= x.Sequence || d.ToolInputHash != x.ToolInputHash || d.ToolName != x.ToolName) {

@@ -30,6 +30,7 @@ const (
 	KindUnknownIssuer     = "unknown_issuer"      // an issuer outside the trusted keys
 	KindStaleLog          = "stale_log"           // the log's checkpoint stopped growing or timestamps
 	KindDenyDecision      = "deny_decision"       // notice (opt-in): a logged deny
+	KindUnenforced        = "unenforced"          // notice: decisions observe mode did not enforce (unenforced.go)
 )
 
 // A Finding is one result of an audit or a monitor poll.

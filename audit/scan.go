@@ -71,6 +71,9 @@ type Payload struct {
 	FinalSequence       int64  `json:"final_sequence"`
 	HeadHash            string `json:"head_hash"`
 	IssuerHighWater     int64  `json:"issuer_high_water"`
+	// Unenforced is set for a decision signed with "enforced": false:
+	// observe mode answered it as an allow (see unenforced.go).
+	Unenforced bool `json:"-"`
 }
 
 // MaxMember is the longest payload string a Record keeps as it is.
@@ -301,7 +304,7 @@ func payloadFrom(m map[string]any) Payload {
 		ToolUseID: str("tool_use_id"), ToolInputHash: str("tool_input_hash"), Decision: few("decision"),
 		Reason: few("reason"), DecisionReceiptHash: str("decision_receipt_hash"), LifecycleEvent: few("lifecycle_event"),
 		IssuerSequence: num("issuer_sequence"), FinalSequence: num("final_sequence"), HeadHash: str("head_hash"),
-		IssuerHighWater: num("issuer_high_water"),
+		IssuerHighWater: num("issuer_high_water"), Unenforced: m["enforced"] == false,
 	}
 }
 

@@ -207,7 +207,7 @@ func (v *View) logFindings(out *findingList) {
 			switch {
 			case d == nil:
 				// Not in the log (yet): the presented chain decides; see Audit.
-			case d.Decision == "deny":
+			case d.Decision == "deny" && !d.Unenforced:
 				out.add(Finding{Kind: KindExecutedDeny, Issuer: r.Issuer, Session: r.Session, Sequence: r.Sequence, Index: r.Index,
 					Message: fmt.Sprintf("session %q: execution %d executes a deny decision", r.Session, r.Sequence), records: []*Record{d, r}})
 			case d.Session != r.Session || d.Sequence >= r.Sequence || d.ToolInputHash != r.ToolInputHash || d.ToolName != r.ToolName:

@@ -58,6 +58,9 @@ type Gate struct {
 	// with ReasonLogUnavailable.
 	requireLog bool
 	configErr  error
+	// observe is observe mode (store.Config.Observe, observe.go); journal
+	// keeps each call's input in the local journal (store.Config.Journal).
+	observe, journal bool
 
 	// loaded is closed once engine and policyErr are set: the policy
 	// loads on its own goroutine, started once by loadOnce (see Preload).
@@ -102,6 +105,9 @@ type Call struct {
 	Refusal *policy.Decision
 	// ProposalDigest is the digest of the call's PIC proposal, if any.
 	ProposalDigest string
+	// ToolInput is JCS(tool_input), whose hash is ToolInputHash: kept in
+	// the local journal when the project keeps one, never in a receipt.
+	ToolInput []byte
 }
 
 // Decision is a signed decision.
@@ -114,6 +120,9 @@ type Decision struct {
 	Sequence int64
 	// Receipt is the signed decision receipt (JCS bytes) as appended.
 	Receipt []byte
+	// Unenforced is set when observe mode answers the decision, a deny or
+	// an ask, as an allow; the receipt says "enforced": false. See Answer.
+	Unenforced bool
 }
 
 // Decide decides a call with the policy, signs the decision and appends it
@@ -148,8 +157,9 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
+	d.Unenforced = g.unenforced(c, d.Decision)
 	d, err := g.record(c, d)
-	if err != nil || !g.requireLog || c.Refusal != nil || d.Decision.Decision == policy.Deny {
+	if err != nil || !g.requireLog || c.Refusal != nil || d.Answer() == policy.Deny {
 		return d, err
 	}
 	return g.publish(ctx, c, d)
@@ -184,7 +194,18 @@ func (g *Gate) record(c Call, d Decision) (Decision, error) {
 	if c.Start.IsZero() {
 		c.Start = time.Now()
 	}
-	head, err := g.store.Append(c.SessionID, store.AppendOptions{}, func(l store.Link) ([]byte, error) {
+	var opts store.AppendOptions
+	if g.journal && c.ToolInput != nil {
+		opts.Journal = &store.JournalEntry{ToolName: c.ToolName, ToolInput: c.ToolInput}
+		if len(c.Requests) > 0 {
+			opts.Journal.Cwd = c.Requests[0].Cwd
+		}
+	}
+	var enforced *bool
+	if d.Unenforced {
+		enforced = new(bool)
+	}
+	head, err := g.store.Append(c.SessionID, opts, func(l store.Link) ([]byte, error) {
 		latency := time.Since(c.Start).Milliseconds()
 		rec, err := receipts.Sign(g.key, receipts.Payload{
 			Type:                receipts.TypeDecision,
@@ -204,6 +225,7 @@ func (g *Gate) record(c Call, d Decision) (Decision, error) {
 			HookLatencyMs:       &latency,
 			ProposalDigest:      c.ProposalDigest,
 			Model:               c.Model,
+			Enforced:            enforced,
 		})
 		d.Receipt = rec
 		return rec, err
@@ -219,7 +241,7 @@ func (g *Gate) record(c Call, d Decision) (Decision, error) {
 // it (Event.Decision), as of now.
 func (d Decision) Pending(toolName string) *store.Pending {
 	return &store.Pending{Hash: receipts.ChainHash(d.Receipt), Decision: d.Decision.Decision, ToolName: toolName,
-		IssuedAt: time.Now().UnixMilli()}
+		IssuedAt: time.Now().UnixMilli(), Unenforced: d.Unenforced}
 }
 
 // Preview evaluates requests with the gate's policy as Decide would, and
@@ -368,7 +390,7 @@ func (g *Gate) Record(ctx context.Context, e Event) (Recorded, error) {
 			r.Unlinked = true
 			if d := l.Decision; d != nil {
 				exec.Decision = d.Decision
-				r.Unlinked = !exec.Executes(receipts.Step{HookEvent: receipts.PreToolUse, Decision: d.Decision, ToolName: d.ToolName})
+				r.Unlinked = !exec.Executes(receipts.Step{HookEvent: receipts.PreToolUse, Decision: d.Decision, ToolName: d.ToolName, Unenforced: d.Unenforced})
 			}
 			if r.Unlinked {
 				p.Reason = receipts.ReasonUnlinked

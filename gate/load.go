@@ -96,6 +96,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Gate, error) {
 		// cannot be reached, which denies.
 		cfg, err := s.Config()
 		g.requireLog, g.configErr = cfg.RequireLog || err != nil, err
+		g.observe, g.journal = cfg.Observe, cfg.Journal
 		keyc <- loadedKey{key: key}
 	}()
 	select {

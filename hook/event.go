@@ -115,6 +115,8 @@ type Event struct {
 	ToolUseID string
 	// ToolInputHash is "sha256:" + hex SHA-256 of JCS(tool_input).
 	ToolInputHash string
+	// ToolInput is JCS(tool_input) on a pre event, for the local journal.
+	ToolInput []byte
 	// ToolOutputHash is the same construction over the tool response (or
 	// the error of a failed call); executions only.
 	ToolOutputHash string
@@ -232,6 +234,7 @@ func eventOf(agent Agent, kind Kind, m map[string]any, dir string) (*Event, erro
 		}
 		ev.ToolInputHash = sha256Ref(canon)
 		if kind == Pre {
+			ev.ToolInput = canon
 			if ev.Calls, err = mapCalls(agent, ev.ToolName, in, canon, m); err != nil {
 				return nil, err
 			}
@@ -310,7 +313,7 @@ func (ev *Event) Call(start time.Time) gate.Call {
 	return gate.Call{
 		SessionID: ev.SessionID, Agent: ev.Agent.ReceiptName(),
 		ToolName: ev.ToolName, ToolUseID: ev.ToolUseID, ToolInputHash: ev.ToolInputHash,
-		Requests: ev.Calls, Start: start, Model: ev.Model,
+		Requests: ev.Calls, Start: start, Model: ev.Model, ToolInput: ev.ToolInput,
 	}
 }
 

@@ -288,9 +288,11 @@ func pre(ctx context.Context, opts Options, in input) answer {
 		return block("gate error: %v; the call is blocked", err)
 	}
 	opts.Logger.Info("hook pre", "session", ev.SessionID, "sequence", d.Sequence, "tool", ev.ToolName,
-		"decision", d.Decision.Decision, "reason", d.Reason, "latency", time.Since(opts.Start))
+		"decision", d.Decision.Decision, "reason", d.Reason, "enforced", !d.Unenforced, "latency", time.Since(opts.Start))
 
-	switch d.Decision.Decision {
+	// In observe mode a deny or ask the policy gave is answered as an
+	// allow (gate.Decision.Answer); its receipt says it was not enforced.
+	switch d.Answer() {
 	case policy.Allow:
 		// No output: an explicit "allow" would skip the agent's own permission checks.
 		return answer{code: ExitOK}

@@ -39,7 +39,7 @@ func (r *relay) toolsCall(ctx context.Context, cm *clientMsg) error {
 		mc.PIC.Verified, mc.PIC.Impact, mc.PIC.Trusted, digest = true, res.Impact, res.Trusted, res.Digest
 	}
 	call := gate.Call{SessionID: r.cfg.SessionID, Agent: r.agent, ToolName: ci.tool, ToolUseID: ci.toolUseID,
-		ToolInputHash: ci.inputHash, Start: start, ProposalDigest: digest,
+		ToolInputHash: ci.inputHash, Start: start, ProposalDigest: digest, ToolInput: c.input,
 		Requests: []policy.Call{{Agent: r.agent, ToolName: ci.tool, ToolInput: c.input,
 			Cwd: r.cfg.Gate.Store().Project(), MCP: mc}}}
 	return r.decide(ctx, cm, ci, call)

@@ -78,7 +78,7 @@ func (r *relay) gatedRequest(ctx context.Context, cm *clientMsg) error {
 	ci.tool = "mcp__" + r.cfg.Server + "__" + c.name
 	mc := &policy.MCPContext{ServerCommand: r.cmd, ServerInfo: r.info(), HighImpact: r.high[c.name] || r.high["*"]}
 	call := gate.Call{SessionID: r.cfg.SessionID, Agent: r.agent, ToolName: ci.tool, ToolUseID: ci.toolUseID,
-		ToolInputHash: ci.inputHash, Start: start,
+		ToolInputHash: ci.inputHash, Start: start, ToolInput: c.input,
 		Requests: []policy.Call{{Agent: r.agent, ToolName: ci.tool, ToolInput: c.input,
 			Cwd: r.cfg.Gate.Store().Project(), MCP: mc}}}
 	return r.decide(ctx, cm, ci, call)
@@ -102,7 +102,9 @@ func (r *relay) decide(ctx context.Context, cm *clientMsg, ci callInfo, call gat
 		d, err = r.cfg.Gate.Decide(ctx, call)
 		return err
 	})
-	if err != nil || d.Decision.Decision != policy.Allow {
+	// In observe mode a deny or ask the policy gave is answered as an
+	// allow (gate.Decision.Answer); its receipt says it was not enforced.
+	if err != nil || d.Answer() != policy.Allow {
 		r.flights.remove(key)
 		if err != nil {
 			r.log.Error("mcp: deciding a call failed; denied", "tool", ci.tool, "err", err)

@@ -393,6 +393,7 @@ type links struct {
 	hookEvent, decision   string
 	toolName, reason, ref string
 	hasRef                bool
+	unenforced            bool
 }
 
 func linksOf(rc *receipt) links {
@@ -411,6 +412,7 @@ func linksOf(rc *receipt) links {
 	l.toolName, _ = p["tool_name"].(string)
 	l.reason, _ = p["reason"].(string)
 	l.ref, l.hasRef = p["decision_receipt_hash"].(string)
+	l.unenforced = p["enforced"] == false
 	return l
 }
 
@@ -445,7 +447,7 @@ func checkLinks(facts []links, results []Result) {
 				r.fail(Invalid, CauseSession, "session_id %q follows %q in one chain", rc.session, prev.session)
 			}
 		}
-		step := Step{HookEvent: rc.hookEvent, Decision: rc.decision, ToolName: rc.toolName}
+		step := Step{HookEvent: rc.hookEvent, Decision: rc.decision, ToolName: rc.toolName, Unenforced: rc.unenforced}
 		if step.Executable() {
 			decisions[rc.hash] = i
 		}
@@ -457,7 +459,7 @@ func checkLinks(facts []links, results []Result) {
 			switch {
 			case !found:
 				r.fail(Invalid, CauseUnlinkedExec, "execution does not follow an allow decision in this chain (decision_receipt_hash %s)", rc.ref)
-			case !(Step{HookEvent: PostToolUse, Decision: rc.decision, ToolName: rc.toolName}).Executes(Step{HookEvent: facts[j].hookEvent, Decision: facts[j].decision, ToolName: facts[j].toolName}):
+			case !(Step{HookEvent: PostToolUse, Decision: rc.decision, ToolName: rc.toolName}).Executes(Step{HookEvent: facts[j].hookEvent, Decision: facts[j].decision, ToolName: facts[j].toolName, Unenforced: facts[j].unenforced}):
 				r.fail(Invalid, CauseUnlinkedExec, "execution does not match the decision in receipt %d", j+1)
 			}
 		}

@@ -43,6 +43,9 @@ const (
 // Step is what the link rule looks at in a receipt's payload.
 type Step struct {
 	HookEvent, Decision, ToolName string
+	// Unenforced is set for a decision signed with "enforced": false
+	// (observe mode): the policy's deny or ask was answered as an allow.
+	Unenforced bool
 }
 
 // IsExecution reports whether a receipt records that a tool ran. Such a
@@ -52,9 +55,10 @@ func (s Step) IsExecution() bool {
 }
 
 // Executable reports whether a receipt is a decision an execution may link
-// to: a PreToolUse allow or require_approval.
+// to: a PreToolUse allow or require_approval, or a deny that was not
+// enforced (observe mode answered it as an allow, and said so in it).
 func (s Step) Executable() bool {
-	return s.HookEvent == PreToolUse && (s.Decision == Allow || s.Decision == RequireApproval)
+	return s.HookEvent == PreToolUse && (s.Decision == Allow || s.Decision == RequireApproval || s.Decision == Deny && s.Unenforced)
 }
 
 // Executes is the link rule: an execution links an executable decision of

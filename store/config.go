@@ -35,6 +35,15 @@ type Config struct {
 	// decision is in the log with its proof verified (and the witness
 	// quorum, with a policy); otherwise the call is denied (log_unavailable).
 	RequireLog bool `json:"require_log,omitempty"`
+	// Observe turns on observe mode (docket init -observe): every call is
+	// decided and signed as usual, but a policy's deny or ask is answered
+	// as an allow and its receipt says so ("enforced": false). A gate
+	// error is still enforced (package gate).
+	Observe bool `json:"observe,omitempty"`
+	// Journal turns on the local journal (docket init -journal): the
+	// exact tool input of each decided call, kept in .docket/journal
+	// (mode 0600) by its receipt's hash and never submitted.
+	Journal bool `json:"journal,omitempty"`
 }
 
 // Validate checks that the configuration is usable: a well-formed log URL

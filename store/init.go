@@ -21,7 +21,7 @@ import (
 // GitignoreLines are the .docket paths that stay out of version control:
 // the key and the local receipt state.
 var GitignoreLines = []string{
-	"/.docket/issuer.key", "/.docket/sessions/", "/.docket/proofs/", "/.docket/spool/",
+	"/.docket/issuer.key", "/.docket/sessions/", "/.docket/proofs/", "/.docket/spool/", "/.docket/journal/",
 }
 
 // InitKey makes sure the project has an issuer key: it loads the existing

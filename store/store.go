@@ -250,12 +250,15 @@ type Head struct {
 	Size int64 `json:"size"`
 }
 
-// Pending is a decision (allow or require_approval) that an execution
-// receipt links to.
+// Pending is a decision (allow or require_approval, or a deny observe mode
+// did not enforce) that an execution receipt links to.
 type Pending struct {
 	Hash     string // chain hash of the decision receipt
-	Decision string // allow or require_approval
+	Decision string // allow, require_approval, or deny when Unenforced
 	ToolName string
+	// Unenforced is set when the decision was signed with "enforced":
+	// false (observe mode).
+	Unenforced bool
 	// IssuedAt is when the decision was signed, in Unix milliseconds.
 	IssuedAt int64
 }
@@ -285,6 +288,11 @@ type AppendOptions struct {
 	// caller holds it (as an MCP relay does): the lookup by Executes, which
 	// reads the chain back, is then skipped.
 	Decision *Pending
+	// Journal, if set, is the local journal's entry for the new receipt
+	// (JournalEntry): Append fills in its receipt hash, session and
+	// sequence and writes it before the receipt, under the same lock.
+	// Failing to write it fails the append: the project asked for it.
+	Journal *JournalEntry
 }
 
 // ErrChainCorrupt is returned when the chain's last line is not a receipt
@@ -358,6 +366,12 @@ func (s *Store) appendChain(session string, opts AppendOptions, issuerSeq int64,
 	}
 	if bytes.IndexByte(rec, '\n') >= 0 {
 		return Head{}, 0, errors.New("appending receipt: receipt contains a newline")
+	}
+	if e := opts.Journal; e != nil {
+		e.ReceiptHash, e.SessionID, e.Sequence = receipts.ChainHash(rec), session, link.Sequence
+		if err := s.writeJournal(*e); err != nil {
+			return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
+		}
 	}
 	line := make([]byte, 0, len(rec)+1)
 	line = append(append(line, rec...), '\n')
@@ -565,7 +579,8 @@ func matchDecision(line []byte, key, session string, consumed map[string]bool) *
 		consumed[p.DecisionReceiptHash] = true
 		return nil
 	}
-	if !(receipts.Step{HookEvent: p.HookEvent, Decision: p.Decision}).Executable() {
+	unenforced := p.Enforced != nil && !*p.Enforced
+	if !(receipts.Step{HookEvent: p.HookEvent, Decision: p.Decision, Unenforced: unenforced}).Executable() {
 		return nil
 	}
 	if !(p.ToolUseID != "" && p.ToolUseID == key) && CallKey(session, p.ToolName, p.ToolInputHash) != key {
@@ -576,7 +591,7 @@ func matchDecision(line []byte, key, session string, consumed map[string]bool) *
 		return nil
 	}
 	at, _ := time.Parse(time.RFC3339Nano, p.IssuedAt)
-	return &Pending{Hash: h, Decision: p.Decision, ToolName: p.ToolName, IssuedAt: at.UnixMilli()}
+	return &Pending{Hash: h, Decision: p.Decision, ToolName: p.ToolName, IssuedAt: at.UnixMilli(), Unenforced: unenforced}
 }
 
 // CallKey returns the key that links an execution to its decision when the

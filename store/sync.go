@@ -194,6 +194,14 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 		rejected[p.Ref] = true
 		res.Errors = append(res.Errors, fmt.Errorf("session %s receipt %d: %w", p.Session, p.Sequence, err))
 	}
+	// The journal's entries are durable before their receipts leave.
+	sessions := make([]string, 0, len(todo))
+	for _, p := range todo {
+		sessions = append(sessions, p.Session)
+	}
+	if err := s.syncJournal(sessions...); err != nil {
+		return nil, err
+	}
 	entries := make([][]byte, 0, len(todo))
 	var sent []Unproven
 	for _, p := range todo {
@@ -271,6 +279,9 @@ func (s *Store) Publish(ctx context.Context, session string, sequence int64, rec
 	entry, err := receipts.NewEntry(key.Public().(ed25519.PublicKey), receipt)
 	if err != nil {
 		return fmt.Errorf("%w: not signed by the project's issuer key: %w", ErrRejected, err)
+	}
+	if err := s.syncJournal(session); err != nil {
+		return err
 	}
 	p, err := lc.Add(ctx, entry)
 	if err != nil {

@@ -44,6 +44,7 @@ file where the log's own signatures prove it:
     issuer_sequence_gap  the issuer's logged receipts skip a number
     chain_break, unlinked_execution, executed_deny, bad_entry, root_mismatch
     open_session         (notice) a session without session_end
+    unenforced           (notice) decisions observe mode answered as allow, per session
 At most 100 findings of a kind are listed with evidence; one more counts the
 rest (narrow with -issuer and -session to list them).
 
@@ -58,7 +59,7 @@ Options:
     -evidence DIR         where evidence files go (default: a new temporary directory)
     -json                 one JSON object per finding
 
-Exit status: 0 no finding, 1 some finding, 2 undecidable (no trusted key,
+Exit status: 0 no finding but notices, 1 some finding, 2 undecidable (no trusted key,
 unreachable log, a checkpoint that does not verify, a tile or bundle larger
 than tlog-tiles allows).
 

@@ -49,6 +49,14 @@ Options:
                            allow decision is in the log with the witness quorum,
                            and denies it (log_unavailable) when that fails; the
                            one case where the hook waits on the network
+    -observe               observe mode, for rolling a policy out: every call is
+                           decided and signed, but the policy's deny or ask is
+                           answered as allow and receipted "enforced": false
+                           (gate errors still block); -observe=false ends it
+    -journal               keep the local journal: the exact input of each call,
+                           by its receipt's hash, in .docket/journal (0600), never
+                           submitted; docket policy suggest reads it (-journal=false
+                           stops it)
     -command CMD           the docket command hooks run (default: this binary)
     -mcp NAME              run MCP server NAME through docket mcp: rewrite its entry in
                            the MCP client config (the command after --, or the one
@@ -60,6 +68,7 @@ Examples:
     docket init
     docket init -agent gemini
     docket init -agent all
+    docket init -observe -journal
     docket init -log https://log.example.com -log-key 'log.example.com+1234abcd+AQ…'
     docket init -mcp fs -- npx -y @modelcontextprotocol/server-filesystem .
 `
@@ -71,6 +80,8 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	witness := fs.String("witness-policy", "", "")
 	command := fs.String("command", "", "")
 	requireLog := fs.Bool("require-log", false, "")
+	observe := fs.Bool("observe", false, "")
+	journal := fs.Bool("journal", false, "")
 	agentNames := fs.String("agent", "", "")
 	mcpName := fs.String("mcp", "", "")
 	mcpConfig := fs.String("mcp-config", "", "")
@@ -108,6 +119,7 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		func() (string, error) { return initKey(s) },
 		func() (string, error) { return initPolicy(s) },
 		func() (string, error) { return initConfig(s, *logURL, *logKey, *witness, *requireLog) },
+		func() (string, error) { return initModes(s, fs, *observe, *journal) },
 	}
 	for _, a := range agents {
 		steps = append(steps, func() (string, error) { return initSettings(project, a, *command) })
@@ -167,7 +179,8 @@ func initConfig(s *store.Store, logURL, logKey, witness string, requireLog bool)
 	if logURL == "" && logKey == "" && witness == "" {
 		return "", nil
 	}
-	c := store.Config{LogURL: logURL, LogKey: logKey, WitnessPolicy: witness, RequireLog: requireLog}
+	c, _ := s.Config() // the modes set by -observe and -journal stay
+	c.LogURL, c.LogKey, c.WitnessPolicy, c.RequireLog = logURL, logKey, witness, requireLog
 	if err := s.InitConfig(c); err != nil {
 		return "", err
 	}

@@ -16,6 +16,7 @@ import (
 const policyUsage = `Usage:
     docket policy check [-dir DIR | FILE.cedar ...]
     docket policy eval [-dir DIR] [-agent NAME] < event.json
+    docket policy suggest [-all] > .docket/policy/suggested.cedar
 
 check loads and validates a policy against the agent schema and prints its
 acta-policy-digest-v1 digest, its files and its policy IDs.
@@ -25,18 +26,32 @@ prints, as JSON, the decision, the reason, the policy IDs behind it and
 every Cedar request built for the call with its own result. Nothing is
 signed or recorded.
 
+suggest reads the project's receipts that observe mode (docket init
+-observe) did not enforce, with their inputs from the local journal (docket
+init -journal), and drafts, for a person to review, the narrowest permits
+that would have let those calls through; what it will not suggest (what a
+forbid or the default policy's forbids hold, programs that run anything,
+calls without a journaled input) it says as comments. The draft loads
+beside the project's policy: review it, save it under .docket/policy/, and
+run docket policy check.
+
 The policy is the project's .docket/policy unless -dir or files are given.
 
 Options:
     -dir DIR      directory of *.cedar files
     -agent NAME   eval: the event's hook protocol: claude (default), gemini, codex
+    -all          suggest: also the denials and asks that were enforced
 
 Exit codes:
-    0  the policy loads (check); the event was evaluated (eval)
+    0  the policy loads (check); the event was evaluated (eval); a draft was
+       printed (suggest, also an empty one)
     2  the policy does not load, or the event is unusable
 `
 
 func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "suggest" {
+		return runPolicySuggest(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || (args[0] != "check" && args[0] != "eval") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 			fmt.Fprint(stdout, policyUsage)

@@ -1,0 +1,97 @@
+package docketcmd
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/docketlog/docket/policy"
+	"github.com/docketlog/docket/policy/suggest"
+	"github.com/docketlog/docket/store"
+)
+
+// initModes sets observe mode and the local journal in the project's
+// configuration as -observe and -journal say; a flag not given leaves its
+// setting as it is.
+func initModes(s *store.Store, fs *flag.FlagSet, observe, journal bool) (string, error) {
+	set := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["observe"] && !set["journal"] {
+		return "", nil
+	}
+	c, err := s.Config()
+	if err != nil {
+		return "", err
+	}
+	var said []string
+	if set["observe"] {
+		c.Observe = observe
+		said = append(said, map[bool]string{
+			true:  "observe mode: the policy's denials and asks are receipted as not enforced and the calls run",
+			false: "observe mode off: the policy is enforced",
+		}[observe])
+	}
+	if set["journal"] {
+		c.Journal = journal
+		said = append(said, map[bool]string{
+			true:  "journal on: each call's input is kept in " + filepath.Join(store.DirName, store.JournalDir) + " (never submitted)",
+			false: "journal off",
+		}[journal])
+	}
+	if err := s.WriteConfig(c); err != nil {
+		return "", err
+	}
+	return "wrote " + filepath.Join(store.DirName, store.ConfigFile) + " (" + strings.Join(said, "; ") + ")", nil
+}
+
+// runPolicySuggest is docket policy suggest: the draft on stdout, a
+// summary on stderr.
+func runPolicySuggest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("docket policy suggest", policyUsage, stderr)
+	dir := fs.String("dir", "", "")
+	all := fs.Bool("all", false, "")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() > 0 {
+		errorf(stderr, "policy suggest: unexpected arguments %q", fs.Args())
+		return 2
+	}
+	project, err := store.ProjectDir()
+	if err != nil {
+		errorf(stderr, "%v", err)
+		return 2
+	}
+	s := store.Open(project)
+	if *dir == "" {
+		*dir = s.PolicyDir()
+	}
+	eng, err := policy.LoadDir(*dir)
+	if err != nil {
+		errorf(stderr, "policy: %v", err)
+		hintf(stderr, "every call is denied while the policy does not load; fix it before drafting permits")
+		return 2
+	}
+	obs, err := suggest.Observed(s, *all)
+	if err != nil {
+		errorf(stderr, "policy suggest: %v", err)
+		return 2
+	}
+	home, _ := os.UserHomeDir()
+	res, err := suggest.Draft(ctx, obs, suggest.Options{Policy: eng, Project: project, Home: home})
+	if err != nil {
+		errorf(stderr, "policy suggest: %v", err)
+		return 2
+	}
+	if _, err := stdout.Write(res.Cedar); err != nil {
+		errorf(stderr, "policy suggest: %v", err)
+		return 2
+	}
+	fmt.Fprintf(stderr, "docket: drafted %d permits from %d observed decisions (%d would be allowed); %d kinds not suggested, see the comments\n",
+		res.Permits, res.Observed, res.Allowed, len(res.Refused))
+	return 0
+}
