@@ -27,6 +27,9 @@ var (
 	// ErrRejected: the log refused a receipt for good (4xx); retrying the
 	// same receipt cannot succeed. It is logclient.ErrRejected.
 	ErrRejected = logclient.ErrRejected
+	// ErrSyncBusy: another Sync held the store's sync lock until the
+	// context ended; it is delivering the same receipts.
+	ErrSyncBusy = errors.New("another docket sync holds the lock")
 )
 
 // SyncOptions tunes Sync. The zero value is usable.
@@ -52,6 +55,9 @@ type SyncOptions struct {
 	// starting where the last Sync stopped: for a store whose proofs were
 	// removed or restored by hand behind the cursor's back.
 	Rescan bool
+	// Progress, when set, is called after each batch of proofs is stored
+	// with the counts so far.
+	Progress func(stored, pending int)
 }
 
 // SyncResult counts what one Sync did.
@@ -65,6 +71,11 @@ type SyncResult struct {
 	// Checkpoint is the issuer_high_water of the issuer checkpoint this Sync
 	// logged, 0 if none.
 	Checkpoint int64
+	// LastErr is the error of the last failed attempt at a receipt that
+	// is still pending, when the context ended while it was retried: the
+	// cause the log kept answering with (connection refused, 503
+	// not_published, a proof that does not verify…), or nil.
+	LastErr error
 }
 
 // proofBatch is how many proofs Sync stores (and fsyncs) at a time.
@@ -143,7 +154,7 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		if len(todo) == 0 {
 			return res, s.commitCursor(cur, next)
 		}
-		proven, err := s.deliver(ctx, lc, key.Public().(ed25519.PublicKey), todo, &res, rejected)
+		proven, err := s.deliver(ctx, lc, key.Public().(ed25519.PublicKey), todo, &res, rejected, opts)
 		next = next.Proven(proven...)
 		if cerr := s.commitCursor(cur, next); err == nil {
 			err = cerr
@@ -171,7 +182,7 @@ func (s *Store) commitCursor(cur, next Cursor) error {
 // deliver submits receipts to the log and stores their proofs, and returns
 // the receipts whose proofs are stored. It returns an error when ctx ended
 // or proofs could not be stored; rejections go into res.
-func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.PublicKey, todo []Unproven, res *SyncResult, rejected map[Ref]bool) ([]Ref, error) {
+func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.PublicKey, todo []Unproven, res *SyncResult, rejected map[Ref]bool, opts SyncOptions) ([]Ref, error) {
 	var (
 		mu      sync.Mutex // guards everything below, and res
 		proven  []Ref
@@ -187,6 +198,9 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 			proven = append(proven, refs...)
 			res.Stored += len(refs)
 			res.Pending -= len(refs)
+			if opts.Progress != nil {
+				opts.Progress(res.Stored, res.Pending)
+			}
 		}
 		batch, refs = batch[:0], refs[:0]
 	}
@@ -225,7 +239,11 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 				flush()
 			}
 		case ctx.Err() != nil:
-			// Still pending; not a failure of the receipt.
+			// Still pending; not a failure of the receipt. Keep what the
+			// attempts before the end failed with.
+			if err != ctx.Err() {
+				res.LastErr = err
+			}
 		default:
 			fail(p, err)
 		}
@@ -311,7 +329,7 @@ func (s *Store) lockSync(ctx context.Context) (func(), error) {
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, fmt.Errorf("waiting for another docket sync: %w", ctx.Err())
+			return nil, fmt.Errorf("%w: %w", ErrSyncBusy, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

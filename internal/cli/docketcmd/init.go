@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/mcp"
@@ -104,7 +106,24 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return 2
 		}
 	}
+	if err := initCheck(project, agents, *logURL, *logKey, *witness, *requireLog); err != nil {
+		errorf(stderr, "init: %v", err)
+		hintf(stderr, "nothing was written")
+		return 2
+	}
 	s := store.Open(project)
+	// A new .docket is set up in a directory beside it and renamed into
+	// place once key, policy and configuration are written: a failure
+	// leaves no half-initialised project.
+	var stage string
+	if _, err := os.Lstat(filepath.Join(project, store.DirName)); errors.Is(err, iofs.ErrNotExist) {
+		if stage, err = os.MkdirTemp(project, store.DirName+".init-"); err != nil {
+			errorf(stderr, "init: %v", err)
+			return 2
+		}
+		defer os.RemoveAll(stage) // gone once renamed
+		s = store.OpenDir(stage)
+	}
 	if *command == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -121,12 +140,21 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		func() (string, error) { return initConfig(s, *logURL, *logKey, *witness, *requireLog) },
 		func() (string, error) { return initModes(s, fs, *observe, *journal) },
 	}
+	if stage != "" {
+		steps = append(steps, func() (string, error) {
+			if err := os.Rename(stage, filepath.Join(project, store.DirName)); err != nil {
+				return "", err
+			}
+			s = store.Open(project)
+			return "", nil
+		})
+	}
 	for _, a := range agents {
 		steps = append(steps, func() (string, error) { return initSettings(project, a, *command) })
 	}
-	steps = append(steps, func() (string, error) { return initGitignore(s) })
+	steps = append(steps, func() (string, error) { return initGitignore(store.Open(project)) })
 	if *mcpName != "" {
-		steps = append(steps, func() (string, error) { return initMCP(s, *mcpName, *mcpConfig, fs.Args()) })
+		steps = append(steps, func() (string, error) { return initMCP(store.Open(project), *mcpName, *mcpConfig, fs.Args()) })
 	}
 	for _, step := range steps {
 		msg, err := step()
@@ -145,6 +173,49 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	fmt.Fprintf(stdout, "docket is set up in %s; run docket doctor to check that the gate blocks\n", project)
 	return 0
+}
+
+// initCheck checks everything docket init is given, and what it would
+// build on, before anything is written: the log's URL and key, the witness
+// policy (parsed, listing the log key), the strict mode's needs, the agents'
+// existing hook files, and an existing key and policy.
+func initCheck(project string, agents []hook.Agent, logURL, logKey, witness string, requireLog bool) error {
+	c := store.Config{LogURL: logURL, LogKey: logKey, WitnessPolicy: witness, RequireLog: requireLog}
+	if requireLog && logURL == "" {
+		return errors.New("-require-log needs -log and -log-key")
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("%w (flags -log, -log-key, -witness-policy)", err)
+	}
+	if witness != "" {
+		if _, err := c2sp.LoadProofVerifier(logKey, witness); err != nil {
+			return fmt.Errorf("-witness-policy: %w", err)
+		}
+	}
+	for _, a := range agents {
+		name, _, err := a.Installs()
+		if err != nil {
+			return err
+		}
+		if _, err := hook.ReadSettings(filepath.Join(project, name)); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	s := store.Open(project)
+	if s.HasKey() {
+		if _, err := s.Key(); err != nil {
+			return fmt.Errorf("existing issuer key: %w", err)
+		}
+	}
+	if s.HasPolicy() {
+		if _, err := gate.LoadPolicy(s); err != nil {
+			return fmt.Errorf("existing policy does not load (every call would be denied): %w", err)
+		}
+	}
+	if _, err := s.Config(); err != nil {
+		return fmt.Errorf("existing configuration: %w", err)
+	}
+	return nil
 }
 
 // The steps of docket init, each saying what it did.

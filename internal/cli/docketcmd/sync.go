@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/docketlog/docket/hook"
@@ -41,8 +42,16 @@ Options:
 
 Exit codes:
     0  nothing is pending
-    1  receipts remain pending (log unreachable, timeout) or were rejected
+    1  receipts remain pending (log unreachable, timeout) or were rejected,
+       or another docket sync held the lock until the timeout
     2  usage or configuration error
+
+The outcome of every run, the background ones the hooks start included, is
+appended to .docket/sync.log (its last 50 runs), which docket status and
+docket doctor read. The error names the cause (connection refused, the
+witness quorum not met and which witnesses, a proof that does not verify
+under the configured log key) and the fix, without -v. On a terminal, the
+progress and what the log answers while retrying go to stderr.
 `
 
 func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -53,6 +62,7 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	verbose := fl.Bool("v", false, "")
 	every := fl.Duration("checkpoint-every", 5*time.Minute, "")
 	rescan := fl.Bool("rescan", false, "")
+	background := fl.Bool("background", false, "") // started by a hook: not in the usage
 	if err := fl.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -77,8 +87,18 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return 2
 		}
 	}
-	if *verbose {
+	tty := isTerminalOut(stderr)
+	switch {
+	case *verbose:
 		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	case tty:
+		// On a terminal, say what the log answers while retrying.
+		opts.Logger = slog.New(&retryHandler{w: stderr})
+	}
+	if tty {
+		opts.Progress = func(stored, pending int) {
+			fmt.Fprintf(stderr, "docket: sync: %d proofs stored, %d pending\n", stored, pending)
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -105,21 +125,85 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	case errors.Is(err, store.ErrNoLog):
 		errorf(stderr, "%v", err)
 		return 2
-	case err != nil && res.Pending == 0:
-		errorf(stderr, "%v", err)
-		return 2
-	case res.Pending > 0:
-		if err != nil {
-			errorf(stderr, "%v", err)
-		}
-		warnf(stderr, "%d receipts are still pending", res.Pending)
-		hintf(stderr, "run docket sync again when the log is reachable; nothing is lost")
-		return 1
-	case len(res.Errors) > 0:
+	case errors.Is(err, store.ErrSyncBusy):
+		errorf(stderr, "%v: it is delivering the same receipts", err)
+		hintf(stderr, "wait for it, or give this one longer: docket sync -timeout 10m")
 		return 1
 	}
-	if res.Stored == 0 {
+	rec := store.SyncRecord{Time: time.Now().UTC(), Background: *background, Stored: res.Stored, Pending: res.Pending, Rejected: len(res.Errors)}
+	code := 0
+	switch {
+	case err != nil || res.Pending > 0:
+		cause := res.LastErr
+		if cause == nil {
+			cause = err
+		}
+		if cause == nil {
+			cause = ctx.Err()
+		}
+		p := syncProblem(st, cause)
+		rec.Error, rec.Fix = p.Cause, p.Fix
+		errorf(stderr, "%s", p.Cause)
+		if res.Pending > 0 {
+			warnf(stderr, "%d receipts are still pending; nothing is lost", res.Pending)
+		}
+		hintf(stderr, "%s", p.Fix)
+		code = 1
+		if res.Pending == 0 && res.Stored == 0 && len(res.Errors) == 0 {
+			code = 2 // nothing was delivered: configuration or store error
+		}
+	case len(res.Errors) > 0:
+		p := syncProblem(st, res.Errors[0])
+		rec.Error, rec.Fix = p.Cause, p.Fix
+		hintf(stderr, "%s", p.Fix)
+		code = 1
+	case res.Stored == 0:
 		fmt.Fprintln(stdout, "nothing pending")
 	}
-	return 0
+	if werr := st.RecordSync(rec); werr != nil {
+		warnf(stderr, "%v", werr)
+	}
+	return code
+}
+
+// syncProblem explains an error of a sync of st.
+func syncProblem(st *store.Store, err error) logProblem {
+	cfg, cerr := st.Config()
+	if cerr != nil {
+		return logProblem{cerr.Error(), "fix " + st.ConfigPath() + ", or run docket init again"}
+	}
+	v, verr := st.ProofVerifier(cfg)
+	if verr != nil {
+		return logProblem{verr.Error(), "run docket doctor: it names the fix"}
+	}
+	return explainLogErr(err, cfg, v)
+}
+
+// retryHandler is the slog.Handler of docket sync on a terminal: one line
+// per retry that says what the log answered, repeated only when it changes.
+type retryHandler struct {
+	w    io.Writer
+	mu   sync.Mutex // guards last
+	last string
+}
+
+func (h *retryHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *retryHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *retryHandler) WithGroup(string) slog.Handler            { return h }
+func (h *retryHandler) Handle(_ context.Context, r slog.Record) error {
+	var msg string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			msg = a.Value.String()
+		}
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if msg == "" || msg == h.last {
+		return nil
+	}
+	h.last = msg
+	fmt.Fprintf(h.w, "docket: sync: retrying: %s\n", msg)
+	return nil
 }
