@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/docketlog/docket/policy"
@@ -174,7 +175,7 @@ func (g *Gate) publish(ctx context.Context, c Call, d Decision) (Decision, error
 	}
 	pctx, cancel := context.WithDeadline(ctx, deadline.Add(-LogMargin))
 	defer cancel()
-	err := g.store.Publish(pctx, c.SessionID, d.Sequence, d.Receipt, store.SyncOptions{MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
+	err := g.store.Publish(pctx, c.SessionID, d.Sequence, d.Receipt, store.SyncOptions{MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second, FailFast: true})
 	if err == nil {
 		return d, nil
 	}
@@ -182,6 +183,9 @@ func (g *Gate) publish(ctx context.Context, c Call, d Decision) (Decision, error
 	// No policy decided this deny: it carries no policy IDs.
 	c.Refusal = &policy.Decision{Decision: policy.Deny, Reason: ReasonLogUnavailable,
 		Message: fmt.Sprintf("the log could not record the allow decision before the %s's deadline: %v", caller, err)}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		c.Refusal.Message = fmt.Sprintf("the log refuses connections, so it cannot record the allow decision: %v", err)
+	}
 	return g.Decide(ctx, c)
 }
 

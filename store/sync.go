@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/docketlog/docket/internal/durable"
@@ -58,6 +59,9 @@ type SyncOptions struct {
 	// Progress, when set, is called after each batch of proofs is stored
 	// with the counts so far.
 	Progress func(stored, pending int)
+	// FailFast gives up at once when the log refuses connections
+	// (logclient.Config.FailFast), leaving the receipts pending.
+	FailFast bool
 }
 
 // SyncResult counts what one Sync did.
@@ -189,6 +193,7 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 		batch   []Proof
 		refs    []Ref
 		saveErr error
+		refused bool // the log refused connections (FailFast)
 	)
 	flush := func() {
 		if len(batch) == 0 || saveErr != nil {
@@ -238,6 +243,8 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 			if len(batch) >= proofBatch {
 				flush()
 			}
+		case opts.FailFast && errors.Is(err, syscall.ECONNREFUSED):
+			res.LastErr, refused = err, true
 		case ctx.Err() != nil:
 			// Still pending; not a failure of the receipt. Keep what the
 			// attempts before the end failed with.
@@ -254,6 +261,9 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 	if saveErr != nil {
 		return proven, saveErr
 	}
+	if err == nil && refused {
+		err = fmt.Errorf("the log refuses connections: %w", res.LastErr)
+	}
 	return proven, err
 }
 
@@ -269,7 +279,7 @@ func (s *Store) logClient(cfg Config, opts SyncOptions) (*logclient.Client, erro
 		return nil, err
 	}
 	return logclient.New(ops, logclient.Config{Verifier: v, Concurrency: opts.Concurrency,
-		MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Logger: opts.Logger})
+		MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Logger: opts.Logger, FailFast: opts.FailFast})
 }
 
 // Publish submits one receipt of session (at sequence) to the configured

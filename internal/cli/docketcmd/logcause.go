@@ -33,6 +33,8 @@ func explainLogErr(err error, cfg store.Config, v *c2sp.ProofVerifier) logProble
 	var se *logclient.StatusError
 	var dns *net.DNSError
 	switch {
+	case err == nil:
+		return logProblem{"receipts remain pending", "run docket sync again; nothing is lost"}
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return logProblem{"the log at " + cfg.LogURL + " refuses connections: nothing listens there",
 			"start docket-log there, or point the project at the right log: docket init -log URL -log-key VKEY"}

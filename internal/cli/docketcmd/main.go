@@ -24,7 +24,8 @@ Commands:
     verify      verify receipts and receipt chains offline
     init        set up Docket hooks, key and policy in a project
     hook        run as an agent hook (pre, post, post-failure, session-start, session-end)
-    doctor      check that the installed hook really blocks
+    doctor      check that the installed hook really blocks and receipts reach the log
+    status      the project at a glance: sessions, receipts, pending, last sync
     policy      check a policy or evaluate a hook event against it
     sync        submit pending receipts to the log and store their proofs
     audit       read the log back: what was dropped, withheld, forked or equivocated
@@ -56,6 +57,7 @@ var commands = map[string]command{
 	"init":            runInit,
 	"hook":            runHook,
 	"doctor":          runDoctor,
+	"status":          runStatus,
 	"policy":          runPolicy,
 	"sync":            runSync,
 	"audit":           runAudit,

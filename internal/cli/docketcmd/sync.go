@@ -1,6 +1,7 @@
 package docketcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,7 +80,9 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		project = p
 	}
-	opts := store.SyncOptions{CheckpointEvery: *every, Rescan: *rescan}
+	// A background run gives up at once on a log that refuses connections:
+	// the next hook starts another.
+	opts := store.SyncOptions{CheckpointEvery: *every, Rescan: *rescan, FailFast: *background}
 	if *tokenEnv != "" {
 		opts.Token = os.Getenv(*tokenEnv)
 		if opts.Token == "" {
@@ -118,7 +121,11 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if res.Checkpoint > 0 {
 		fmt.Fprintf(stdout, "logged an issuer checkpoint: every receipt up to issuer_sequence %d is in the log\n", res.Checkpoint)
 	}
-	for _, e := range res.Errors {
+	for i, e := range res.Errors {
+		if i == maxSyncErrors {
+			errorf(stderr, "and %d more receipts", len(res.Errors)-i)
+			break
+		}
 		errorf(stderr, "%v", e)
 	}
 	switch {
@@ -134,12 +141,12 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	code := 0
 	switch {
 	case err != nil || res.Pending > 0:
-		cause := res.LastErr
-		if cause == nil {
-			cause = err
+		cause := cmp.Or(res.LastErr, err)
+		if cause == nil && len(res.Errors) > 0 {
+			cause = res.Errors[0]
 		}
 		if cause == nil {
-			cause = ctx.Err()
+			cause = cmp.Or(ctx.Err(), errors.New("receipts remain pending"))
 		}
 		p := syncProblem(st, cause)
 		rec.Error, rec.Fix = p.Cause, p.Fix
@@ -165,6 +172,9 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	return code
 }
+
+// maxSyncErrors bounds the receipts' errors docket sync prints.
+const maxSyncErrors = 3
 
 // syncProblem explains an error of a sync of st.
 func syncProblem(st *store.Store, err error) logProblem {
