@@ -61,9 +61,8 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	project, err := store.ProjectDir()
-	if err != nil {
-		errorf(stderr, "%v", err)
+	project, found := findProject(stderr, "doctor")
+	if !found {
 		return 2
 	}
 	s := store.Open(project)

@@ -94,9 +94,14 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		errorf(stderr, "init: unexpected arguments %q", fs.Args())
 		return 2
 	}
-	project, err := store.ProjectDir()
+	// In a project (or below one), init works on it, never nesting a
+	// second; elsewhere it sets one up in the current directory.
+	project, err := store.FindProject()
+	if errors.Is(err, store.ErrNoProject) {
+		project, err = store.ProjectDir()
+	}
 	if err != nil {
-		errorf(stderr, "%v", err)
+		errorf(stderr, "init: %v", err)
 		return 2
 	}
 	agents := hook.DetectAgents(project)

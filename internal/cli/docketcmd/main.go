@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/docketlog/docket/store"
 )
 
 const usage = `Usage:
@@ -139,4 +141,19 @@ func flagExit(err error) int {
 		return 0
 	}
 	return 2
+}
+
+// findProject returns the project a command works on (store.FindProject),
+// or reports that there is none and returns false; the command then
+// writes nothing and exits 2.
+func findProject(stderr io.Writer, cmd string) (string, bool) {
+	project, err := store.FindProject()
+	if err != nil {
+		errorf(stderr, "%s: %v", cmd, err)
+		if errors.Is(err, store.ErrNoProject) {
+			hintf(stderr, "run it in a project (or below one), or set one up with docket init in its root")
+		}
+		return "", false
+	}
+	return project, true
 }

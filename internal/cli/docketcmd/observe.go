@@ -61,9 +61,8 @@ func runPolicySuggest(ctx context.Context, args []string, stdout, stderr io.Writ
 		errorf(stderr, "policy suggest: unexpected arguments %q", fs.Args())
 		return 2
 	}
-	project, err := store.ProjectDir()
-	if err != nil {
-		errorf(stderr, "%v", err)
+	project, ok := findProject(stderr, "policy suggest")
+	if !ok {
 		return 2
 	}
 	s := store.Open(project)

@@ -68,9 +68,8 @@ func runStatus(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		errorf(stderr, "status: unexpected arguments %q", fs.Args())
 		return 2
 	}
-	project, err := store.ProjectDir()
-	if err != nil {
-		errorf(stderr, "%v", err)
+	project, ok := findProject(stderr, "status")
+	if !ok {
 		return 2
 	}
 	st, err := readStatus(store.Open(project))

@@ -72,13 +72,16 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return 2
 	}
 	project := *dir
-	if project == "" {
-		p, err := store.ProjectDir()
-		if err != nil {
-			errorf(stderr, "%v", err)
+	switch {
+	case project == "":
+		p, ok := findProject(stderr, "sync")
+		if !ok {
 			return 2
 		}
 		project = p
+	case !store.IsProject(project):
+		errorf(stderr, "sync: %v: %s has no %s directory", store.ErrNoProject, project, store.DirName)
+		return 2
 	}
 	// A background run gives up at once on a log that refuses connections:
 	// the next hook starts another.
