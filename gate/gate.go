@@ -30,6 +30,8 @@ package gate
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -62,6 +64,9 @@ type Gate struct {
 	// observe is observe mode (store.Config.Observe, observe.go); journal
 	// keeps each call's input in the local journal (store.Config.Journal).
 	observe, journal bool
+	// salted commits to inputs with a per-call salt kept in the journal
+	// (store.Config.InputCommitment) instead of tool_input_hash.
+	salted bool
 
 	// loaded is closed once engine and policyErr are set: the policy
 	// loads on its own goroutine, started once by loadOnce (see Preload).
@@ -209,6 +214,13 @@ func (g *Gate) record(c Call, d Decision) (Decision, error) {
 	if d.Unenforced {
 		enforced = new(bool)
 	}
+	inputHash, commitment := c.ToolInputHash, ""
+	if g.salted && opts.Journal != nil {
+		salt := make([]byte, receipts.SaltSize)
+		rand.Read(salt)
+		inputHash, commitment = "", receipts.InputCommitment(salt, c.ToolInput)
+		opts.Journal.Salt = hex.EncodeToString(salt)
+	}
 	head, err := g.store.Append(c.SessionID, opts, func(l store.Link) ([]byte, error) {
 		latency := time.Since(c.Start).Milliseconds()
 		rec, err := receipts.Sign(g.key, receipts.Payload{
@@ -221,7 +233,8 @@ func (g *Gate) record(c Call, d Decision) (Decision, error) {
 			Agent:               c.Agent,
 			ToolName:            c.ToolName,
 			ToolUseID:           c.ToolUseID,
-			ToolInputHash:       c.ToolInputHash,
+			ToolInputHash:       inputHash,
+			ToolInputCommitment: commitment,
 			Decision:            d.Decision.Decision,
 			Reason:              d.Reason,
 			PolicyDigest:        d.PolicyDigest,
@@ -384,6 +397,11 @@ func (g *Gate) Record(ctx context.Context, e Event) (Recorded, error) {
 			p.Type = receipts.TypeDecision
 			p.ToolName, p.ToolUseID = e.ToolName, e.ToolUseID
 			p.ToolInputHash, p.ToolOutputHash = e.ToolInputHash, e.ToolOutputHash
+			if g.salted {
+				// The execution links its decision; repeating the
+				// unsalted hash would undo the decision's commitment.
+				p.ToolInputHash = ""
+			}
 			p.Reason = receipts.ReasonExecuted
 			if e.HookEvent == receipts.PostToolUseFailure {
 				p.Reason = receipts.ReasonExecutionFailed

@@ -44,11 +44,27 @@ type Config struct {
 	// exact tool input of each decided call, kept in .docket/journal
 	// (mode 0600) by its receipt's hash and never submitted.
 	Journal bool `json:"journal,omitempty"`
+	// InputCommitment is how receipts commit to each call's input
+	// (docket init -commit-inputs): "" for tool_input_hash, the unsalted
+	// SHA-256 of JCS(tool_input) that anyone can check a guess against;
+	// CommitSalted for tool_input_commitment, salted per call with the salt
+	// kept in the journal only (it needs Journal). docs/audit.md says what
+	// each reveals.
+	InputCommitment string `json:"tool_input_commitment,omitempty"`
 }
+
+// CommitSalted is Config.InputCommitment's salted commitments.
+const CommitSalted = "salted"
 
 // Validate checks that the configuration is usable: a well-formed log URL
 // with a parseable log vkey whenever either is set.
 func (c Config) Validate() error {
+	switch {
+	case c.InputCommitment != "" && c.InputCommitment != CommitSalted:
+		return fmt.Errorf("config: tool_input_commitment %q: want %q or none", c.InputCommitment, CommitSalted)
+	case c.InputCommitment == CommitSalted && !c.Journal:
+		return errors.New("config: salted tool_input_commitment needs the journal (journal: true), which keeps the salts")
+	}
 	if c.RequireLog && c.LogURL == "" {
 		return errors.New("config: require_log is set but log_url is not")
 	}

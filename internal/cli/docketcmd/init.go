@@ -59,6 +59,12 @@ Options:
                            by its receipt's hash, in .docket/journal (0600), never
                            submitted; docket policy suggest reads it (-journal=false
                            stops it)
+    -commit-inputs         receipts commit to each call's input with a salted
+                           tool_input_commitment instead of the unsalted
+                           tool_input_hash, so that a reader of the public log
+                           cannot confirm a guess of a short input; the salts
+                           stay in the journal (turned on with it), and docket
+                           disclose reveals one call's (docs/audit.md)
     -command CMD           the docket command hooks run (default: this binary)
     -mcp NAME              run MCP server NAME through docket mcp: rewrite its entry in
                            the MCP client config (the command after --, or the one
@@ -84,6 +90,7 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	requireLog := fs.Bool("require-log", false, "")
 	observe := fs.Bool("observe", false, "")
 	journal := fs.Bool("journal", false, "")
+	fs.Bool("commit-inputs", false, "") // read by initModes
 	agentNames := fs.String("agent", "", "")
 	mcpName := fs.String("mcp", "", "")
 	mcpConfig := fs.String("mcp-config", "", "")

@@ -28,6 +28,9 @@ Commands:
     hook        run as an agent hook (pre, post, post-failure, session-start, session-end)
     doctor      check that the installed hook really blocks and receipts reach the log
     status      the project at a glance: sessions, receipts, pending, last sync
+    sessions    list the project's sessions
+    show        a session's timeline: each call, its decision and reason, its outcome
+    disclose    prove to a third party the input of one logged call
     policy      check a policy or evaluate a hook event against it
     sync        submit pending receipts to the log and store their proofs
     audit       read the log back: what was dropped, withheld, forked or equivocated
@@ -60,6 +63,9 @@ var commands = map[string]command{
 	"hook":            runHook,
 	"doctor":          runDoctor,
 	"status":          runStatus,
+	"sessions":        runSessions,
+	"show":            runShow,
+	"disclose":        runDisclose,
 	"policy":          runPolicy,
 	"sync":            runSync,
 	"audit":           runAudit,

@@ -20,7 +20,7 @@ import (
 func initModes(s *store.Store, fs *flag.FlagSet, observe, journal bool) (string, error) {
 	set := make(map[string]bool)
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if !set["observe"] && !set["journal"] {
+	if !set["observe"] && !set["journal"] && !set["commit-inputs"] {
 		return "", nil
 	}
 	c, err := s.Config()
@@ -41,6 +41,14 @@ func initModes(s *store.Store, fs *flag.FlagSet, observe, journal bool) (string,
 			true:  "journal on: each call's input is kept in " + filepath.Join(store.DirName, store.JournalDir) + " (never submitted)",
 			false: "journal off",
 		}[journal])
+	}
+	if set["commit-inputs"] {
+		c.InputCommitment = ""
+		said = append(said, "receipts carry tool_input_hash (unsalted)")
+		if fs.Lookup("commit-inputs").Value.String() == "true" {
+			c.InputCommitment, c.Journal = store.CommitSalted, true
+			said[len(said)-1] = "receipts carry a salted tool_input_commitment; the salts stay in the journal"
+		}
 	}
 	if err := s.WriteConfig(c); err != nil {
 		return "", err

@@ -45,6 +45,14 @@ Options:
                          C2SP tlog-policy witness quorum
     -proofs DIR          with -log-key: where the proofs are, as DIR/<sequence>.tlog-proof
                          (default: for .docket/sessions/NAME.jsonl, .docket/proofs/NAME)
+    -disclosure FILE     check a disclosure (docket disclose) instead of files: the
+                         receipt under the trusted key, the input against its
+                         tool_input_hash or salted tool_input_commitment, and with
+                         -log-key its log proof; prints the disclosed input
+
+In a project, with none of -key, -jwks, -key-file and -log-key, verify trusts
+the project's issuer key and, with a log configured, its log key and witness
+policy (requiring proofs), and says so on stderr.
 
 With -log-key a receipt is valid only if its proof shows it in the log under
 a checkpoint the log signed (and the witness quorum cosigned): a proof that
@@ -90,8 +98,24 @@ func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	logKey := fs.String("log-key", "", "")
 	witnessPolicy := fs.String("witness-policy", "", "")
 	proofsDir := fs.String("proofs", "", "")
+	disclosed := fs.String("disclosure", "", "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
+	}
+	if *disclosed != "" {
+		if fs.NArg() > 0 {
+			errorf(stderr, "verify: -disclosure takes no other files")
+			return 2
+		}
+		if *keyHex == "" && *jwksFile == "" && *keyFile == "" && *logKey == "" {
+			expandStores(nil, false, keyFile, logKey, witnessPolicy, stderr)
+		}
+		keys, err := loadKeys(*keyHex, *jwksFile, *keyFile)
+		if err != nil {
+			errorf(stderr, "verify: %v", err)
+			return 2
+		}
+		return verifyDisclosure(*disclosed, keys, *logKey, *witnessPolicy, stdout, stderr)
 	}
 	if fs.NArg() == 0 {
 		errorf(stderr, "verify: no files given")
