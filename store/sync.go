@@ -75,6 +75,11 @@ type SyncResult struct {
 	// Checkpoint is the issuer_high_water of the issuer checkpoint this Sync
 	// logged, 0 if none.
 	Checkpoint int64
+	// Refetched is the number of stored proofs that did not verify (damaged
+	// on disk) and were fetched again from the log.
+	Refetched int
+	// Damaged is the number of stored proofs that did not verify.
+	Damaged int
 	// LastErr is the error of the last failed attempt at a receipt that
 	// is still pending, when the context ended while it was retried: the
 	// cause the log kept answering with (connection refused, 503
@@ -122,11 +127,27 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 	}
 	defer unlock()
 
+	// Stored proofs damaged since they were stored are fetched again
+	// (the log answers an entry it holds with its index and a new proof).
+	pub := key.Public().(ed25519.PublicKey)
+	clean, bad, err := s.checkProofs(lc.Verifier(), pub, opts.Rescan)
+	if err != nil {
+		return res, err
+	}
+	defer func() { s.recordChecked(clean) }()
+	rejected := make(map[Ref]bool) // refused for good in this run
+	if res.Damaged = len(bad); len(bad) > 0 {
+		proven, err := s.deliver(ctx, lc, pub, bad, &res, rejected, opts)
+		res.Refetched = len(proven)
+		if err != nil {
+			return res, err
+		}
+	}
+
 	var cur Cursor // the zero Cursor: every chain
 	if !opts.Rescan {
 		cur = s.loadCursor()
 	}
-	rejected := make(map[Ref]bool) // refused for good in this run
 	checkpointed := opts.CheckpointEvery < 0
 	for {
 		pend, next, err := s.Pending(cur)
@@ -158,7 +179,7 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		if len(todo) == 0 {
 			return res, s.commitCursor(cur, next)
 		}
-		proven, err := s.deliver(ctx, lc, key.Public().(ed25519.PublicKey), todo, &res, rejected, opts)
+		proven, err := s.deliver(ctx, lc, pub, todo, &res, rejected, opts)
 		next = next.Proven(proven...)
 		if cerr := s.commitCursor(cur, next); err == nil {
 			err = cerr

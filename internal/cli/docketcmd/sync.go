@@ -26,7 +26,10 @@ export writes one .tlog-proof file per receipt). Transient failures are
 retried with backoff (honouring Retry-After) until the timeout. Runs take
 turns on a lock, so it is safe to start many; a run exits when nothing is
 pending. A run starts where the last one stopped, so it costs what was
-appended since, not the project's history.
+appended since, not the project's history. It also verifies again the
+stored proofs of every session whose proof journal changed since it was
+last found good (all of them with -rescan), and fetches again from the log
+those that no longer verify (damaged on disk).
 
 Options:
     -dir PROJECT   project root (default $CLAUDE_PROJECT_DIR or the current directory)
@@ -118,6 +121,9 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stdout, "receipted %d spooled events\n", n)
 	}
 	res, err := st.Sync(ctx, opts)
+	if res.Damaged > 0 {
+		warnf(stderr, "%d stored proofs did not verify (damaged on disk); fetched %d again from the log", res.Damaged, res.Refetched)
+	}
 	if res.Stored > 0 {
 		fmt.Fprintf(stdout, "stored %d proofs\n", res.Stored)
 	}
