@@ -532,6 +532,12 @@ func (s *Store) recoverHead(f *os.File, size int64, repair bool) (Head, error) {
 		// Nothing but a partial first line.
 	}
 	if end < len(tail) && repair {
+		// An append that failed before it was acknowledged: its bytes are
+		// kept beside the chain (tornSuffix) before they are cut off, so
+		// that nothing is lost silently; docket status reports them.
+		if err := keepTorn(f.Name(), tail[end:]); err != nil {
+			return Head{}, fmt.Errorf("recovering chain head: %w", err)
+		}
 		if err := f.Truncate(off + int64(end)); err != nil {
 			return Head{}, fmt.Errorf("recovering chain head: %w", err)
 		}
@@ -548,7 +554,7 @@ func (s *Store) recoverHead(f *os.File, size int64, repair bool) (Head, error) {
 	last := lines[len(lines)-1]
 	seq, err := sequenceOf(last)
 	if err != nil {
-		return Head{}, err
+		return Head{}, badTail(f.Name(), err)
 	}
 	h, err := receipts.Hash(last)
 	if err != nil {

@@ -2,6 +2,7 @@ package docketcmd
 
 import (
 	"context"
+	"errors"
 
 	"fmt"
 	"io"
@@ -119,11 +120,20 @@ func doctorLastSync(s *store.Store, w io.Writer) bool {
 	return true
 }
 
-// doctorPending reports the receipts without a proof.
+// doctorPending reports the receipts without a proof, and the chains'
+// damaged tails.
 func doctorPending(s *store.Store, w io.Writer) bool {
 	r := doctorReport{w}
+	if damaged, err := s.Damaged(); err == nil && len(damaged) > 0 {
+		r.warn("chain tails", fmt.Sprintf("%d torn or damaged tails were moved aside: %s", len(damaged), strings.Join(damaged, ", ")),
+			"inspect them; they are not part of any chain (docket show SESSION says what the chain holds)")
+	}
 	pend, _, err := s.Pending(store.Cursor{})
 	if err != nil {
+		var bt *store.BadTailError
+		if errors.As(err, &bt) {
+			return r.fail("chain "+bt.Chain, "the last line is not a receipt", "docket repair "+bt.Session)
+		}
 		return r.fail("pending receipts", err.Error(), "docket repair SESSION moves a damaged chain tail aside")
 	}
 	if len(pend) == 0 {

@@ -31,6 +31,7 @@ Commands:
     sessions    list the project's sessions
     show        a session's timeline: each call, its decision and reason, its outcome
     disclose    prove to a third party the input of one logged call
+    repair      move a session chain's damaged tail aside, signed as such
     policy      check a policy or evaluate a hook event against it
     sync        submit pending receipts to the log and store their proofs
     audit       read the log back: what was dropped, withheld, forked or equivocated
@@ -66,6 +67,7 @@ var commands = map[string]command{
 	"sessions":        runSessions,
 	"show":            runShow,
 	"disclose":        runDisclose,
+	"repair":          runRepair,
 	"policy":          runPolicy,
 	"sync":            runSync,
 	"audit":           runAudit,

@@ -45,6 +45,8 @@ type projectStatus struct {
 	LatestProven *provenReceipt    `json:"latest_proven,omitempty"`
 	LastSync     *store.SyncRecord `json:"last_sync,omitempty"`
 	Syncing      bool              `json:"syncing,omitempty"`
+	// Damaged are the files holding a chain's torn or damaged tail.
+	Damaged []string `json:"damaged,omitempty"`
 }
 
 // provenReceipt names a receipt whose proof verified.
@@ -132,7 +134,8 @@ func readStatus(s *store.Store) (projectStatus, error) {
 		st.LastSync = &last
 	}
 	st.Syncing = s.Syncing()
-	return st, nil
+	st.Damaged, err = s.Damaged()
+	return st, err
 }
 
 // latestProof returns the session's last receipt whose proof verifies
@@ -202,6 +205,9 @@ func printStatus(w io.Writer, st projectStatus) {
 		fmt.Fprintf(w, "last sync  %s%s: FAILED: %s (%d pending)\n           fix: %s\n", ago(ls.Time), bgWord(ls.Background), ls.Error, ls.Pending, ls.Fix)
 	default:
 		fmt.Fprintf(w, "last sync  %s%s: ok, %d proofs stored, %d pending\n", ago(ls.Time), bgWord(ls.Background), ls.Stored, ls.Pending)
+	}
+	for _, d := range st.Damaged {
+		fmt.Fprintf(w, "damaged    %s: a chain's torn or damaged tail, kept for inspection\n", d)
 	}
 	if st.Syncing {
 		fmt.Fprintln(w, "syncing    a docket sync is running")
