@@ -11,7 +11,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/docketlog/docket/store"
@@ -22,6 +24,7 @@ const usage = `Usage:
 
 Commands:
     demo        show what Docket does, on embedded defaults
+    version     print the module version and VCS revision
     keygen      make an issuer, log or witness key
     verify      verify receipts and receipt chains offline
     init        set up Docket hooks, key and policy in a project
@@ -63,6 +66,7 @@ var commands = map[string]command{
 	"init":            runInit,
 	"hook":            runHook,
 	"doctor":          runDoctor,
+	"version":         runVersion,
 	"status":          runStatus,
 	"sessions":        runSessions,
 	"show":            runShow,
@@ -102,8 +106,16 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		sort.Strings(names)
 		errorf(stderr, "unknown command %q", name)
-		hintf(stderr, "commands are %v", names)
+		if s := closest(name, names); s != "" {
+			hintf(stderr, "did you mean docket %s?", s)
+		} else {
+			hintf(stderr, "docket help lists the commands")
+		}
 		return 2
+	}
+	if asksHelp(args[1:]) {
+		// A command's -h prints its usage on stdout, and exits 0.
+		stderr = stdout
 	}
 	// One signal setup for every command: SIGINT and SIGTERM end ctx (its
 	// cause names the signal), and a command winds down by it (the pre
@@ -137,11 +149,90 @@ func warnf(w io.Writer, format string, args ...any) {
 // after -h printed its usage, 2 for a bad flag (already reported).
 // newFlagSet returns the flag set of a command: errors and the usage text
 // go to stderr, and -h prints usage.
+//
+// A flag that does not parse is reported in one line, with the flag it
+// was probably meant to be, not with the whole usage.
 func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	out := &flagOutput{}
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		if out.failed == "" {
+			fmt.Fprint(stderr, usage)
+			return
+		}
+		cmd := strings.TrimPrefix(name, "docket ")
+		errorf(stderr, "%s: %s", cmd, out.failed)
+		if m := unknownFlag.FindStringSubmatch(out.failed); m != nil {
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			if s := closest(m[1], names); s != "" {
+				hintf(stderr, "did you mean -%s? (docket %s -h lists the options)", s, cmd)
+				return
+			}
+		}
+		hintf(stderr, "docket %s -h lists the options", cmd)
+	}
 	return fs
+}
+
+// flagOutput takes the flag package's own error line, which newFlagSet's
+// Usage reports its way.
+type flagOutput struct{ failed string }
+
+func (o *flagOutput) Write(p []byte) (int, error) {
+	if s := strings.TrimSpace(string(p)); s != "" {
+		o.failed = s
+	}
+	return len(p), nil
+}
+
+var unknownFlag = regexp.MustCompile(`^flag provided but not defined: -+(\S+)$`)
+
+// asksHelp reports whether a command's arguments ask for its usage.
+func asksHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help", "--h":
+			return true
+		}
+	}
+	return false
+}
+
+// closest returns the candidate nearest to s (edit distance at most 2, or
+// a third of its length), or "" when none is near.
+func closest(s string, candidates []string) string {
+	best, bestD := "", max(2, len(s)/3)+1
+	for _, c := range candidates {
+		if d := editDistance(s, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func flagExit(err error) int {
