@@ -4,36 +4,42 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Redacted replaces what Redact hides.
 const Redacted = "[redacted]"
 
 // tokenShapes are secrets of well-known shapes: cloud and forge tokens,
-// API keys, private keys, bearer tokens, and NAME=value assignments whose
-// name says secret.
-var tokenShapes = []*regexp.Regexp{
-	regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`),
-	regexp.MustCompile(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`),
-	regexp.MustCompile(`\bsk-(ant-|proj-)?[A-Za-z0-9_-]{20,}`),
-	regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`),
-	regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`),
-	regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`),
-	regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}`),
-	regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)`),
-	regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{16,}`),
-	regexp.MustCompile(`://[^/\s:@]+:[^/\s@]+@`), // credentials in a URL
-}
+// API keys, private keys, bearer tokens, credentials in URLs. They are
+// compiled at first use, not at init: every docket process (the pre hook
+// among them) links this package.
+var tokenShapes = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`),
+		regexp.MustCompile(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`),
+		regexp.MustCompile(`\bsk-(ant-|proj-)?[A-Za-z0-9_-]{20,}`),
+		regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`),
+		regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`),
+		regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`),
+		regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}`),
+		regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)`),
+		regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{16,}`),
+		regexp.MustCompile(`://[^/\s:@]+:[^/\s@]+@`), // credentials in a URL
+	}
+})
 
 // secretAssignment is NAME=value or "name": "value" where the name says
 // secret; the value is hidden, the name kept.
-var secretAssignment = regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.-]*"?\s*[:=]\s*"?)([^\s"',;&|]+)`)
+var secretAssignment = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.-]*"?\s*[:=]\s*"?)([^\s"',;&|]+)`)
+})
 
 // Redact hides the secrets of well-known shapes in s (tokens, keys, secret
 // assignments, credentials in URLs) for display. It is a display filter,
 // not a guarantee: the journal keeps the exact input, 0600.
 func Redact(s string) string {
-	for _, re := range tokenShapes {
+	for _, re := range tokenShapes() {
 		s = re.ReplaceAllStringFunc(s, func(m string) string {
 			if strings.HasPrefix(m, "://") {
 				return "://" + Redacted + "@"
@@ -44,7 +50,7 @@ func Redact(s string) string {
 			return Redacted
 		})
 	}
-	return secretAssignment.ReplaceAllString(s, "${1}"+Redacted)
+	return secretAssignment().ReplaceAllString(s, "${1}"+Redacted)
 }
 
 // SecretFile reports whether a path names a file the default policy keeps
@@ -72,7 +78,7 @@ func SecretFile(p string) bool {
 }
 
 // quoted is a quoted string of a shell command.
-var quoted = regexp.MustCompile(`'[^']*'|"(?:[^"\\]|\\.)*"`)
+var quoted = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`'[^']*'|"(?:[^"\\]|\\.)*"`) })
 
 // redactSecretWrites hides what a shell command names a secret file
 // (SecretFile) with might write into it: its quoted strings and any here
@@ -91,5 +97,5 @@ func redactSecretWrites(cmd string) string {
 	if i := strings.Index(cmd, "<<"); i >= 0 {
 		cmd = cmd[:i] + "<< " + Redacted
 	}
-	return quoted.ReplaceAllString(cmd, Redacted)
+	return quoted().ReplaceAllString(cmd, Redacted)
 }

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/docketlog/docket/store"
@@ -163,7 +164,7 @@ func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 		}
 		cmd := strings.TrimPrefix(name, "docket ")
 		errorf(stderr, "%s: %s", cmd, out.failed)
-		if m := unknownFlag.FindStringSubmatch(out.failed); m != nil {
+		if m := unknownFlag().FindStringSubmatch(out.failed); m != nil {
 			var names []string
 			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 			if s := closest(m[1], names); s != "" {
@@ -187,7 +188,10 @@ func (o *flagOutput) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-var unknownFlag = regexp.MustCompile(`^flag provided but not defined: -+(\S+)$`)
+// unknownFlag is compiled at first use, not at every docket start.
+var unknownFlag = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^flag provided but not defined: -+(\S+)$`)
+})
 
 // asksHelp reports whether a command's arguments ask for its usage.
 func asksHelp(args []string) bool {
