@@ -114,7 +114,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return 2
 	}
-	if asksHelp(args[1:]) {
+	if !protocolStdout[name] && asksHelp(args[1:]) {
 		// A command's -h prints its usage on stdout, and exits 0.
 		stderr = stdout
 	}
@@ -192,6 +192,11 @@ func (o *flagOutput) Write(p []byte) (int, error) {
 var unknownFlag = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^flag provided but not defined: -+(\S+)$`)
 })
+
+// protocolStdout are the commands whose stdout is a protocol's, read by
+// an agent or an MCP client: their -h stays on stderr. A hook command with
+// -h in it must block (exit 2, the reason on stderr, nothing on stdout).
+var protocolStdout = map[string]bool{"hook": true, "mcp": true, "demo-mcp-server": true}
 
 // asksHelp reports whether a command's arguments ask for its usage.
 func asksHelp(args []string) bool {
