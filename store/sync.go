@@ -62,6 +62,11 @@ type SyncOptions struct {
 	// FailFast gives up at once when the log refuses connections
 	// (logclient.Config.FailFast), leaving the receipts pending.
 	FailFast bool
+	// Done, when set, is called with Sync's outcome while Sync still holds
+	// the sync lock: what it records (docket sync's sync log) is written
+	// before another run starts and before a waiter on the lock sees this
+	// one end. It is not called when Sync fails before taking the lock.
+	Done func(SyncResult, error)
 }
 
 // SyncResult counts what one Sync did.
@@ -126,6 +131,16 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		return res, err
 	}
 	defer unlock()
+	res, err = s.syncLocked(ctx, opts, key, lc)
+	if opts.Done != nil {
+		opts.Done(res, err)
+	}
+	return res, err
+}
+
+// syncLocked is Sync under the sync lock.
+func (s *Store) syncLocked(ctx context.Context, opts SyncOptions, key ed25519.PrivateKey, lc *logclient.Client) (SyncResult, error) {
+	var res SyncResult
 
 	// Stored proofs damaged since they were stored are fetched again
 	// (the log answers an entry it holds with its index and a new proof).

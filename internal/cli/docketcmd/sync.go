@@ -120,6 +120,13 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	} else if n > 0 {
 		fmt.Fprintf(stdout, "receipted %d spooled events\n", n)
 	}
+	// The outcome is recorded in the sync log under the sync lock.
+	var rec store.SyncRecord
+	var recErr error
+	opts.Done = func(res store.SyncResult, err error) {
+		rec = syncRecord(st, res, err, ctx.Err(), *background)
+		recErr = st.RecordSync(rec)
+	}
 	res, err := st.Sync(ctx, opts)
 	if res.Damaged > 0 {
 		warnf(stderr, "%d stored proofs did not verify (damaged on disk); fetched %d again from the log", res.Damaged, res.Refetched)
@@ -146,40 +153,55 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		hintf(stderr, "wait for it, or give this one longer: docket sync -timeout 10m")
 		return 1
 	}
-	rec := store.SyncRecord{Time: time.Now().UTC(), Background: *background, Stored: res.Stored, Pending: res.Pending, Rejected: len(res.Errors)}
-	code := 0
+	if recErr != nil {
+		warnf(stderr, "%v", recErr)
+	}
+	switch {
+	case rec.Error != "" && (err != nil || res.Pending > 0):
+		errorf(stderr, "%s", rec.Error)
+		if res.Pending > 0 {
+			warnf(stderr, "%d receipts are still pending; nothing is lost", res.Pending)
+		}
+		hintf(stderr, "%s", rec.Fix)
+		if res.Pending == 0 && res.Stored == 0 && len(res.Errors) == 0 {
+			return 2 // nothing was delivered: configuration or store error
+		}
+		return 1
+	case rec.Error != "":
+		hintf(stderr, "%s", rec.Fix)
+		return 1
+	case err != nil:
+		// Sync failed before it took the lock: nothing was recorded.
+		errorf(stderr, "%v", err)
+		return 2
+	case res.Stored == 0:
+		fmt.Fprintln(stdout, "nothing pending")
+	}
+	return 0
+}
+
+// syncRecord is the sync log's record of one run's outcome, with the
+// cause of a failure named (explainLogErr) and its fix.
+func syncRecord(st *store.Store, res store.SyncResult, err, ctxErr error, background bool) store.SyncRecord {
+	rec := store.SyncRecord{Time: time.Now().UTC(), Background: background, Stored: res.Stored, Pending: res.Pending, Rejected: len(res.Errors)}
+	var cause error
 	switch {
 	case err != nil || res.Pending > 0:
-		cause := cmp.Or(res.LastErr, err)
+		cause = cmp.Or(res.LastErr, err)
 		if cause == nil && len(res.Errors) > 0 {
 			cause = res.Errors[0]
 		}
 		if cause == nil {
-			cause = cmp.Or(ctx.Err(), errors.New("receipts remain pending"))
-		}
-		p := syncProblem(st, cause)
-		rec.Error, rec.Fix = p.Cause, p.Fix
-		errorf(stderr, "%s", p.Cause)
-		if res.Pending > 0 {
-			warnf(stderr, "%d receipts are still pending; nothing is lost", res.Pending)
-		}
-		hintf(stderr, "%s", p.Fix)
-		code = 1
-		if res.Pending == 0 && res.Stored == 0 && len(res.Errors) == 0 {
-			code = 2 // nothing was delivered: configuration or store error
+			cause = cmp.Or(ctxErr, errors.New("receipts remain pending"))
 		}
 	case len(res.Errors) > 0:
-		p := syncProblem(st, res.Errors[0])
-		rec.Error, rec.Fix = p.Cause, p.Fix
-		hintf(stderr, "%s", p.Fix)
-		code = 1
-	case res.Stored == 0:
-		fmt.Fprintln(stdout, "nothing pending")
+		cause = res.Errors[0]
+	default:
+		return rec
 	}
-	if werr := st.RecordSync(rec); werr != nil {
-		warnf(stderr, "%v", werr)
-	}
-	return code
+	p := syncProblem(st, cause)
+	rec.Error, rec.Fix = p.Cause, p.Fix
+	return rec
 }
 
 // maxSyncErrors bounds the receipts' errors docket sync prints.
