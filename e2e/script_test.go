@@ -72,6 +72,7 @@ func TestScripts(t *testing.T) {
 			"perm":       cmdPerm,
 			"checkpoint": cmdCheckpoint,
 			"httpget":    cmdHTTPGet,
+			"waitsync":   cmdWaitsync,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "short" {
@@ -144,6 +145,31 @@ func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
 			}
 			ts.Stdout().Write(body)
 			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// cmdWaitsync waits until the project's sync log holds N runs, the hooks'
+// background syncs among them: `waitsync PROJECT N`. It gives up after 60
+// seconds, which only a sync that never ends reaches.
+func cmdWaitsync(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitsync PROJECT N")
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil {
+		ts.Fatalf("waitsync: bad count %q", args[1])
+	}
+	path := filepath.Join(ts.MkAbs(args[0]), ".docket", "sync.log")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		data, _ := os.ReadFile(path)
+		if bytes.Count(data, []byte("\n")) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitsync: %s has %d runs, want %d", path, bytes.Count(data, []byte("\n")), n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

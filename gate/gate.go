@@ -32,10 +32,13 @@ package gate
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/docketlog/docket/policy"
@@ -63,6 +66,9 @@ type Gate struct {
 	// observe is observe mode (store.Config.Observe, observe.go); journal
 	// keeps each call's input in the local journal (store.Config.Journal).
 	observe, journal bool
+	// salted commits to inputs with a per-call salt kept in the journal
+	// (store.Config.InputCommitment) instead of tool_input_hash.
+	salted bool
 
 	// loaded is closed once engine and policyErr are set: the policy
 	// loads on its own goroutine, started once by loadOnce (see Preload).
@@ -176,7 +182,7 @@ func (g *Gate) publish(ctx context.Context, c Call, d Decision) (Decision, error
 	}
 	pctx, cancel := context.WithDeadline(ctx, deadline.Add(-LogMargin))
 	defer cancel()
-	err := g.store.Publish(pctx, c.SessionID, d.Sequence, d.Receipt, store.SyncOptions{MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
+	err := g.store.Publish(pctx, c.SessionID, d.Sequence, d.Receipt, store.SyncOptions{MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second, FailFast: true})
 	if err == nil {
 		return d, nil
 	}
@@ -184,6 +190,9 @@ func (g *Gate) publish(ctx context.Context, c Call, d Decision) (Decision, error
 	// No policy decided this deny: it carries no policy IDs.
 	c.Refusal = &policy.Decision{Decision: policy.Deny, Reason: ReasonLogUnavailable,
 		Message: fmt.Sprintf("the log could not record the allow decision before the %s's deadline: %v", caller, err)}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		c.Refusal.Message = fmt.Sprintf("the log refuses connections, so it cannot record the allow decision: %v", err)
+	}
 	return g.Decide(ctx, c)
 }
 
@@ -207,6 +216,13 @@ func (g *Gate) record(c Call, d Decision) (Decision, error) {
 	if d.Unenforced {
 		enforced = new(bool)
 	}
+	inputHash, commitment := c.ToolInputHash, ""
+	if g.salted && opts.Journal != nil {
+		salt := make([]byte, receipts.SaltSize)
+		rand.Read(salt)
+		inputHash, commitment = "", receipts.InputCommitment(salt, c.ToolInput)
+		opts.Journal.Salt = hex.EncodeToString(salt)
+	}
 	head, err := g.store.Append(c.SessionID, opts, func(l store.Link) ([]byte, error) {
 		latency := time.Since(c.Start).Milliseconds()
 		rec, err := receipts.Sign(g.key, receipts.Payload{
@@ -219,7 +235,8 @@ func (g *Gate) record(c Call, d Decision) (Decision, error) {
 			Agent:               c.Agent,
 			ToolName:            c.ToolName,
 			ToolUseID:           c.ToolUseID,
-			ToolInputHash:       c.ToolInputHash,
+			ToolInputHash:       inputHash,
+			ToolInputCommitment: commitment,
 			Decision:            d.Decision.Decision,
 			Reason:              d.Reason,
 			PolicyDigest:        d.PolicyDigest,
@@ -396,6 +413,11 @@ func (g *Gate) Record(ctx context.Context, e Event) (Recorded, error) {
 			p.ToolName, p.ToolUseID = e.ToolName, e.ToolUseID
 			p.ToolInputHash, p.ToolOutputHash = e.ToolInputHash, e.ToolOutputHash
 			p.Confinement = e.Confinement
+			if g.salted {
+				// The execution links its decision; repeating the
+				// unsalted hash would undo the decision's commitment.
+				p.ToolInputHash = ""
+			}
 			p.Reason = receipts.ReasonExecuted
 			if e.HookEvent == receipts.PostToolUseFailure {
 				p.Reason = receipts.ReasonExecutionFailed

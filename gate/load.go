@@ -97,6 +97,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Gate, error) {
 		cfg, err := s.Config()
 		g.requireLog, g.configErr = cfg.RequireLog || err != nil, err
 		g.observe, g.journal = cfg.Observe, cfg.Journal
+		g.salted = cfg.InputCommitment == store.CommitSalted
 		keyc <- loadedKey{key: key}
 	}()
 	select {

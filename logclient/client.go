@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -34,6 +35,11 @@ type Config struct {
 	ReadAttempts int
 	// Logger receives one line per failed attempt; nil discards.
 	Logger *slog.Logger
+	// FailFast makes a connection the log's host refuses (nothing listens
+	// at its address) fail at once instead of being retried: for callers
+	// that cannot wait on a log that is down (the strict mode) or that
+	// will be started again anyway (the hooks' background syncs).
+	FailFast bool
 }
 
 // A Client submits entries to one log and reads it back. It is safe for
@@ -155,7 +161,8 @@ func (c *Client) retry(ctx context.Context, what string, attempts int, f func() 
 			}
 			return fmt.Errorf("%w (last error: %w)", ctx.Err(), last)
 		}
-		if err == nil || !temporary(err) || attempts > 0 && attempt >= attempts {
+		if err == nil || !temporary(err) || attempts > 0 && attempt >= attempts ||
+			c.cfg.FailFast && errors.Is(err, syscall.ECONNREFUSED) {
 			return err
 		}
 		last = err

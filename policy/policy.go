@@ -274,6 +274,15 @@ func (o Options) LoadDir(dir string) (*Engine, error) {
 	return o.LoadFiles(paths...)
 }
 
+// Reason returns the @reason annotation of the policy with the given ID,
+// "" when the policy has none or no policy has that ID.
+func (e *Engine) Reason(id string) string {
+	if p := e.set.Get(cedar.PolicyID(id)); p != nil {
+		return oneLine(string(p.Annotations()["reason"]))
+	}
+	return ""
+}
+
 // Files returns the loaded policy files (name and exact bytes), the input of
 // the acta-policy-digest-v1 computation (DESIGN §3.2).
 func (e *Engine) Files() []File {

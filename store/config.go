@@ -49,11 +49,27 @@ type Config struct {
 	// the Claude Code pre hook rewrites an allowed Bash call to run under
 	// docket exec, and denies it when this machine cannot confine it.
 	Confine bool `json:"confine,omitempty"`
+	// InputCommitment is how receipts commit to each call's input
+	// (docket init -commit-inputs): "" for tool_input_hash, the unsalted
+	// SHA-256 of JCS(tool_input) that anyone can check a guess against;
+	// CommitSalted for tool_input_commitment, salted per call with the salt
+	// kept in the journal only (it needs Journal). docs/audit.md says what
+	// each reveals.
+	InputCommitment string `json:"tool_input_commitment,omitempty"`
 }
+
+// CommitSalted is Config.InputCommitment's salted commitments.
+const CommitSalted = "salted"
 
 // Validate checks that the configuration is usable: a well-formed log URL
 // with a parseable log vkey whenever either is set.
 func (c Config) Validate() error {
+	switch {
+	case c.InputCommitment != "" && c.InputCommitment != CommitSalted:
+		return fmt.Errorf("config: tool_input_commitment %q: want %q or none", c.InputCommitment, CommitSalted)
+	case c.InputCommitment == CommitSalted && !c.Journal:
+		return errors.New("config: salted tool_input_commitment needs the journal (journal: true), which keeps the salts")
+	}
 	if c.RequireLog && c.LogURL == "" {
 		return errors.New("config: require_log is set but log_url is not")
 	}

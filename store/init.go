@@ -22,6 +22,9 @@ import (
 // the key and the local receipt state.
 var GitignoreLines = []string{
 	"/.docket/issuer.key", "/.docket/sessions/", "/.docket/proofs/", "/.docket/spool/", "/.docket/journal/",
+	"/.docket/" + IssuerJournalFile, "/.docket/" + IssuerLockFile, "/.docket/" + policyValidatedFile,
+	"/.docket/" + SyncLockFile, "/.docket/" + SyncLogFile, "/.docket/" + cursorFile, "/.docket/" + AppendsFile,
+	"/.docket/" + proofsCheckedFile,
 }
 
 // InitKey makes sure the project has an issuer key: it loads the existing

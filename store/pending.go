@@ -267,7 +267,7 @@ func (s *Store) rescan(snap appendsSnapshot) ([]Unproven, Cursor, error) {
 			}
 			seq, err := sequenceOf(r)
 			if err != nil {
-				return nil, Cursor{}, fmt.Errorf("session %s: receipt without a sequence number", name)
+				return nil, Cursor{}, badTail(s.ChainPath(name), err)
 			}
 			if !set.usable(seq) {
 				out = append(out, Unproven{Ref: Ref{Session: name, Sequence: seq, offset: start}, Receipt: r})

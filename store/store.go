@@ -76,6 +76,49 @@ func ProjectDir() (string, error) {
 	return abs, nil
 }
 
+// ErrNoProject: there is no Docket project where a command looked for one.
+var ErrNoProject = errors.New("not in a docket project")
+
+// FindProject returns the root of the project a command run here works
+// on, found as git finds its repository: $CLAUDE_PROJECT_DIR when it is
+// set (it must hold a .docket directory), else the working directory or
+// the nearest directory above it that holds one. When there is none the
+// error wraps ErrNoProject and names where it looked.
+func FindProject() (string, error) {
+	if dir := os.Getenv("CLAUDE_PROJECT_DIR"); dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", fmt.Errorf("finding the project directory: %w", err)
+		}
+		if !isStoreDir(filepath.Join(abs, DirName)) {
+			return "", fmt.Errorf("%w: $CLAUDE_PROJECT_DIR %s has no %s directory", ErrNoProject, abs, DirName)
+		}
+		return abs, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the project directory: %w", err)
+	}
+	for dir := wd; ; {
+		if isStoreDir(filepath.Join(dir, DirName)) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("%w: no %s directory in %s or any directory above it", ErrNoProject, DirName, wd)
+		}
+		dir = parent
+	}
+}
+
+// IsProject reports whether dir holds a .docket directory.
+func IsProject(dir string) bool { return isStoreDir(filepath.Join(dir, DirName)) }
+
+func isStoreDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
 // Store is the .docket directory of one project. Opening a Store does no I/O;
 // the directories are created as they are first written. Callers use its
 // operations (Key, Config, Append, Pending, PutProofs, Proofs, Init,
@@ -489,6 +532,12 @@ func (s *Store) recoverHead(f *os.File, size int64, repair bool) (Head, error) {
 		// Nothing but a partial first line.
 	}
 	if end < len(tail) && repair {
+		// An append that failed before it was acknowledged: its bytes are
+		// kept beside the chain (tornSuffix) before they are cut off, so
+		// that nothing is lost silently; docket status reports them.
+		if err := keepTorn(f.Name(), tail[end:]); err != nil {
+			return Head{}, fmt.Errorf("recovering chain head: %w", err)
+		}
 		if err := f.Truncate(off + int64(end)); err != nil {
 			return Head{}, fmt.Errorf("recovering chain head: %w", err)
 		}
@@ -505,7 +554,7 @@ func (s *Store) recoverHead(f *os.File, size int64, repair bool) (Head, error) {
 	last := lines[len(lines)-1]
 	seq, err := sequenceOf(last)
 	if err != nil {
-		return Head{}, err
+		return Head{}, badTail(f.Name(), err)
 	}
 	h, err := receipts.Hash(last)
 	if err != nil {

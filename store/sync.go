@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/docketlog/docket/internal/durable"
@@ -27,6 +28,9 @@ var (
 	// ErrRejected: the log refused a receipt for good (4xx); retrying the
 	// same receipt cannot succeed. It is logclient.ErrRejected.
 	ErrRejected = logclient.ErrRejected
+	// ErrSyncBusy: another Sync held the store's sync lock until the
+	// context ended; it is delivering the same receipts.
+	ErrSyncBusy = errors.New("another docket sync holds the lock")
 )
 
 // SyncOptions tunes Sync. The zero value is usable.
@@ -52,6 +56,17 @@ type SyncOptions struct {
 	// starting where the last Sync stopped: for a store whose proofs were
 	// removed or restored by hand behind the cursor's back.
 	Rescan bool
+	// Progress, when set, is called after each batch of proofs is stored
+	// with the counts so far.
+	Progress func(stored, pending int)
+	// FailFast gives up at once when the log refuses connections
+	// (logclient.Config.FailFast), leaving the receipts pending.
+	FailFast bool
+	// Done, when set, is called with Sync's outcome while Sync still holds
+	// the sync lock: what it records (docket sync's sync log) is written
+	// before another run starts and before a waiter on the lock sees this
+	// one end. It is not called when Sync fails before taking the lock.
+	Done func(SyncResult, error)
 }
 
 // SyncResult counts what one Sync did.
@@ -65,6 +80,16 @@ type SyncResult struct {
 	// Checkpoint is the issuer_high_water of the issuer checkpoint this Sync
 	// logged, 0 if none.
 	Checkpoint int64
+	// Refetched is the number of stored proofs that did not verify (damaged
+	// on disk) and were fetched again from the log.
+	Refetched int
+	// Damaged is the number of stored proofs that did not verify.
+	Damaged int
+	// LastErr is the error of the last failed attempt at a receipt that
+	// is still pending, when the context ended while it was retried: the
+	// cause the log kept answering with (connection refused, 503
+	// not_published, a proof that does not verify…), or nil.
+	LastErr error
 }
 
 // proofBatch is how many proofs Sync stores (and fsyncs) at a time.
@@ -106,12 +131,38 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		return res, err
 	}
 	defer unlock()
+	res, err = s.syncLocked(ctx, opts, key, lc)
+	if opts.Done != nil {
+		opts.Done(res, err)
+	}
+	return res, err
+}
+
+// syncLocked is Sync under the sync lock.
+func (s *Store) syncLocked(ctx context.Context, opts SyncOptions, key ed25519.PrivateKey, lc *logclient.Client) (SyncResult, error) {
+	var res SyncResult
+
+	// Stored proofs damaged since they were stored are fetched again
+	// (the log answers an entry it holds with its index and a new proof).
+	pub := key.Public().(ed25519.PublicKey)
+	clean, bad, err := s.checkProofs(lc.Verifier(), pub, opts.Rescan)
+	if err != nil {
+		return res, err
+	}
+	defer func() { s.recordChecked(clean) }()
+	rejected := make(map[Ref]bool) // refused for good in this run
+	if res.Damaged = len(bad); len(bad) > 0 {
+		proven, err := s.deliver(ctx, lc, pub, bad, &res, rejected, opts)
+		res.Refetched = len(proven)
+		if err != nil {
+			return res, err
+		}
+	}
 
 	var cur Cursor // the zero Cursor: every chain
 	if !opts.Rescan {
 		cur = s.loadCursor()
 	}
-	rejected := make(map[Ref]bool) // refused for good in this run
 	checkpointed := opts.CheckpointEvery < 0
 	for {
 		pend, next, err := s.Pending(cur)
@@ -143,7 +194,7 @@ func (s *Store) Sync(ctx context.Context, opts SyncOptions) (SyncResult, error) 
 		if len(todo) == 0 {
 			return res, s.commitCursor(cur, next)
 		}
-		proven, err := s.deliver(ctx, lc, key.Public().(ed25519.PublicKey), todo, &res, rejected)
+		proven, err := s.deliver(ctx, lc, pub, todo, &res, rejected, opts)
 		next = next.Proven(proven...)
 		if cerr := s.commitCursor(cur, next); err == nil {
 			err = cerr
@@ -171,13 +222,14 @@ func (s *Store) commitCursor(cur, next Cursor) error {
 // deliver submits receipts to the log and stores their proofs, and returns
 // the receipts whose proofs are stored. It returns an error when ctx ended
 // or proofs could not be stored; rejections go into res.
-func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.PublicKey, todo []Unproven, res *SyncResult, rejected map[Ref]bool) ([]Ref, error) {
+func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.PublicKey, todo []Unproven, res *SyncResult, rejected map[Ref]bool, opts SyncOptions) ([]Ref, error) {
 	var (
 		mu      sync.Mutex // guards everything below, and res
 		proven  []Ref
 		batch   []Proof
 		refs    []Ref
 		saveErr error
+		refused bool // the log refused connections (FailFast)
 	)
 	flush := func() {
 		if len(batch) == 0 || saveErr != nil {
@@ -187,6 +239,9 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 			proven = append(proven, refs...)
 			res.Stored += len(refs)
 			res.Pending -= len(refs)
+			if opts.Progress != nil {
+				opts.Progress(res.Stored, res.Pending)
+			}
 		}
 		batch, refs = batch[:0], refs[:0]
 	}
@@ -224,8 +279,14 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 			if len(batch) >= proofBatch {
 				flush()
 			}
+		case opts.FailFast && errors.Is(err, syscall.ECONNREFUSED):
+			res.LastErr, refused = err, true
 		case ctx.Err() != nil:
-			// Still pending; not a failure of the receipt.
+			// Still pending; not a failure of the receipt. Keep what the
+			// attempts before the end failed with.
+			if err != ctx.Err() {
+				res.LastErr = err
+			}
 		default:
 			fail(p, err)
 		}
@@ -235,6 +296,9 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 	flush()
 	if saveErr != nil {
 		return proven, saveErr
+	}
+	if err == nil && refused {
+		err = fmt.Errorf("the log refuses connections: %w", res.LastErr)
 	}
 	return proven, err
 }
@@ -251,7 +315,7 @@ func (s *Store) logClient(cfg Config, opts SyncOptions) (*logclient.Client, erro
 		return nil, err
 	}
 	return logclient.New(ops, logclient.Config{Verifier: v, Concurrency: opts.Concurrency,
-		MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Logger: opts.Logger})
+		MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Logger: opts.Logger, FailFast: opts.FailFast})
 }
 
 // Publish submits one receipt of session (at sequence) to the configured
@@ -311,7 +375,7 @@ func (s *Store) lockSync(ctx context.Context) (func(), error) {
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, fmt.Errorf("waiting for another docket sync: %w", ctx.Err())
+			return nil, fmt.Errorf("%w: %w", ErrSyncBusy, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -163,7 +163,12 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		errorf(stderr, "audit: %v", err)
 		return 2
 	}
+	given, jwksGiven := lf, *jwks != ""
 	bundleDefaults(b, &lf, jwks)
+	if b != nil {
+		warnBundleTrust(stderr, "the bundle", !jwksGiven && *jwks != "", given.logKey == "" && lf.logKey != "", given.policy == "" && lf.policy != "")
+	}
+	projectDefaults(&lf, jwks, keyFile, stderr)
 	keys, err := loadKeys("", *jwks, *keyFile)
 	if err != nil {
 		errorf(stderr, "audit: %v", err)

@@ -34,6 +34,14 @@ every agent configured in the project (.claude/settings.json,
     exactly as the agent runs it, with the agent's own event for a shell
     call the gate must deny (rm -rf /), and must exit 2 with a reason.
 
+With a log configured, it checks the path receipts take to it:
+
+  - the witness policy parses and lists the configured log key;
+  - the log answers, and its checkpoint is signed by the configured log
+    key and cosigned by the policy's witness quorum;
+  - the receipts still pending (how many, how old the oldest is), and
+    the outcome of the last docket sync, background ones included.
+
 Each MCP server in .mcp.json that runs through docket mcp is started as
 configured and sent a call the gate must refuse; one that does not run
 through docket mcp is reported as ungated.
@@ -43,7 +51,8 @@ denials are recorded in the session "docket-doctor".
 
 Exit codes:
     0  the gate blocks for every configured agent
-    2  a check failed: the gate does not block, or the hooks would not run
+    2  a check failed: the gate does not block, the hooks would not run,
+       or receipts cannot reach the log
 `
 
 func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -51,9 +60,8 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	project, err := store.ProjectDir()
-	if err != nil {
-		errorf(stderr, "%v", err)
+	project, found := findProject(stderr, "doctor")
+	if !found {
 		return 2
 	}
 	s := store.Open(project)
@@ -91,6 +99,12 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		return ": no log configured (receipts stay local)"
 	}())
+
+	if err == nil && cfg.HasLog() {
+		ok = doctorLog(ctx, s, cfg, stdout) && ok
+		ok = doctorLastSync(s, stdout) && ok
+	}
+	ok = doctorPending(s, stdout) && ok
 
 	agents := hook.ConfiguredAgents(project)
 	for _, c := range hook.CheckConfine(s, agents, os.Getenv) {

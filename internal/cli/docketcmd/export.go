@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/docketlog/docket/bundle"
 	"github.com/docketlog/docket/store"
@@ -35,12 +37,28 @@ func runExport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		errorf(stderr, "export: -o DIR is required")
 		return 2
 	}
-	project, err := store.ProjectDir()
+	project, ok := findProject(stderr, "export")
+	if !ok {
+		return 2
+	}
+	st := store.Open(project)
+	have, err := st.Sessions()
 	if err != nil {
 		errorf(stderr, "export: %v", err)
 		return 2
 	}
-	n, err := bundle.Write(store.Open(project), *out, sessions)
+	for _, want := range sessions {
+		if !slices.Contains(have, store.SessionName(want)) {
+			errorf(stderr, "export: no session %q in %s", want, project)
+			if len(have) > 0 {
+				hintf(stderr, "the sessions are: %s", strings.Join(have, " "))
+			} else {
+				hintf(stderr, "the project has no sessions yet")
+			}
+			return 2
+		}
+	}
+	n, err := bundle.Write(st, *out, sessions)
 	if err != nil {
 		errorf(stderr, "export: %v", err)
 		return 2

@@ -110,6 +110,12 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// isTerminalOut reports whether w is a terminal.
+func isTerminalOut(w io.Writer) bool {
+	r, ok := w.(io.Reader)
+	return ok && isTerminal(r)
+}
+
 // A Fault makes the pre hook fail, for the fail-closed tests: given the
 // hook's stderr, it returns the hook.Options.Fault to call. SIGINT and
 // SIGTERM are taken before any command runs (Run). Only the docket of the
@@ -136,7 +142,7 @@ func startSync(s *store.Store, stderr io.Writer) {
 	if err != nil {
 		return
 	}
-	cmd := exec.Command(exe, "sync", "-dir", s.Project())
+	cmd := exec.Command(exe, "sync", "-background", "-dir", s.Project())
 	cmd.Dir = s.Project()
 	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+s.Project())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

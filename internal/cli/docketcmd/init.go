@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/mcp"
@@ -61,6 +63,12 @@ Options:
     -confine               run every shell call under the policy's confinement
                            (docket exec; denied where this machine cannot confine),
                            and turn Codex's and Gemini CLI's own sandbox on
+    -commit-inputs         receipts commit to each call's input with a salted
+                           tool_input_commitment instead of the unsalted
+                           tool_input_hash, so that a reader of the public log
+                           cannot confirm a guess of a short input; the salts
+                           stay in the journal (turned on with it), and docket
+                           disclose reveals one call's (docs/audit.md)
     -command CMD           the docket command hooks run (default: this binary)
     -mcp NAME              run MCP server NAME through docket mcp: rewrite its entry in
                            the MCP client config (the command after --, or the one
@@ -87,6 +95,7 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	observe := fs.Bool("observe", false, "")
 	journal := fs.Bool("journal", false, "")
 	confineFlag := fs.Bool("confine", false, "")
+	fs.Bool("commit-inputs", false, "") // read by initModes
 	agentNames := fs.String("agent", "", "")
 	mcpName := fs.String("mcp", "", "")
 	mcpConfig := fs.String("mcp-config", "", "")
@@ -97,9 +106,14 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		errorf(stderr, "init: unexpected arguments %q", fs.Args())
 		return 2
 	}
-	project, err := store.ProjectDir()
+	// In a project (or below one), init works on it, never nesting a
+	// second; elsewhere it sets one up in the current directory.
+	project, err := store.FindProject()
+	if errors.Is(err, store.ErrNoProject) {
+		project, err = store.ProjectDir()
+	}
 	if err != nil {
-		errorf(stderr, "%v", err)
+		errorf(stderr, "init: %v", err)
 		return 2
 	}
 	agents := hook.DetectAgents(project)
@@ -109,7 +123,24 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return 2
 		}
 	}
+	if err := initCheck(project, agents, *logURL, *logKey, *witness, *requireLog); err != nil {
+		errorf(stderr, "init: %v", err)
+		hintf(stderr, "nothing was written")
+		return 2
+	}
 	s := store.Open(project)
+	// A new .docket is set up in a directory beside it and renamed into
+	// place once key, policy and configuration are written: a failure
+	// leaves no half-initialised project.
+	var stage string
+	if _, err := os.Lstat(filepath.Join(project, store.DirName)); errors.Is(err, iofs.ErrNotExist) {
+		if stage, err = os.MkdirTemp(project, store.DirName+".init-"); err != nil {
+			errorf(stderr, "init: %v", err)
+			return 2
+		}
+		defer os.RemoveAll(stage) // gone once renamed
+		s = store.OpenDir(stage)
+	}
 	if *command == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -126,18 +157,27 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		func() (string, error) { return initConfig(s, *logURL, *logKey, *witness, *requireLog) },
 		func() (string, error) { return initModes(s, fs, *observe, *journal) },
 	}
+	if stage != "" {
+		steps = append(steps, func() (string, error) {
+			if err := os.Rename(stage, filepath.Join(project, store.DirName)); err != nil {
+				return "", err
+			}
+			s = store.Open(project)
+			return "", nil
+		})
+	}
 	for _, a := range agents {
 		steps = append(steps, func() (string, error) { return initSettings(project, a, *command) })
 	}
-	steps = append(steps, func() (string, error) { return initGitignore(s) })
+	steps = append(steps, func() (string, error) { return initGitignore(store.Open(project)) })
 	if *confineFlag {
 		steps = append(steps, func() (string, error) {
-			msgs, err := hook.InitConfine(ctx, s, agents)
+			msgs, err := hook.InitConfine(ctx, store.Open(project), agents)
 			return strings.Join(msgs, "\n"), err
 		})
 	}
 	if *mcpName != "" {
-		steps = append(steps, func() (string, error) { return initMCP(s, *mcpName, *mcpConfig, fs.Args()) })
+		steps = append(steps, func() (string, error) { return initMCP(store.Open(project), *mcpName, *mcpConfig, fs.Args()) })
 	}
 	for _, step := range steps {
 		msg, err := step()
@@ -156,6 +196,49 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	fmt.Fprintf(stdout, "docket is set up in %s; run docket doctor to check that the gate blocks\n", project)
 	return 0
+}
+
+// initCheck checks everything docket init is given, and what it would
+// build on, before anything is written: the log's URL and key, the witness
+// policy (parsed, listing the log key), the strict mode's needs, the agents'
+// existing hook files, and an existing key and policy.
+func initCheck(project string, agents []hook.Agent, logURL, logKey, witness string, requireLog bool) error {
+	c := store.Config{LogURL: logURL, LogKey: logKey, WitnessPolicy: witness, RequireLog: requireLog}
+	if requireLog && logURL == "" {
+		return errors.New("-require-log needs -log and -log-key")
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("%w (flags -log, -log-key, -witness-policy)", err)
+	}
+	if witness != "" {
+		if _, err := c2sp.LoadProofVerifier(logKey, witness); err != nil {
+			return fmt.Errorf("-witness-policy: %w", err)
+		}
+	}
+	for _, a := range agents {
+		name, _, err := a.Installs()
+		if err != nil {
+			return err
+		}
+		if _, err := hook.ReadSettings(filepath.Join(project, name)); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	s := store.Open(project)
+	if s.HasKey() {
+		if _, err := s.Key(); err != nil {
+			return fmt.Errorf("existing issuer key: %w", err)
+		}
+	}
+	if s.HasPolicy() {
+		if _, err := gate.LoadPolicy(s); err != nil {
+			return fmt.Errorf("existing policy does not load (every call would be denied): %w", err)
+		}
+	}
+	if _, err := s.Config(); err != nil {
+		return fmt.Errorf("existing configuration: %w", err)
+	}
+	return nil
 }
 
 // The steps of docket init, each saying what it did.

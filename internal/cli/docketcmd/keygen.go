@@ -3,8 +3,11 @@ package docketcmd
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
+	"unicode"
 
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/receipts"
@@ -53,6 +56,14 @@ func runKeygen(_ context.Context, args []string, _ io.Reader, stdout, stderr io.
 		errorf(stderr, "keygen: give -log or -witness, not both")
 		return 2
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, mode := range []string{"log", "witness"} {
+		if name := fs.Lookup(mode).Value.String(); set[mode] && !validKeyName(name) {
+			errorf(stderr, "keygen: -%s %q: a key name is non-empty printable text without spaces or '+' (a log's origin, a witness's name)", mode, name)
+			return 2
+		}
+	}
 	if *logName != "" || *witnessName != "" {
 		return noteKeygen(*logName, *witnessName, *out, stdout, stderr)
 	}
@@ -64,13 +75,28 @@ func runKeygen(_ context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 	if err := receipts.WriteKeyFile(*out, kf); err != nil {
 		errorf(stderr, "keygen: %v", err)
-		return 1
+		return 2
 	}
 	pub, _ := receipts.ParsePublicKeyHex(kf.PublicKey)
 	j, _ := json.MarshalIndent(map[string]any{"keys": []any{receipts.JWK(pub)}}, "", "  ")
 	fmt.Fprintf(stdout, "%s\n", j)
 	fmt.Fprintf(stderr, "docket: wrote issuer key %s to %s\n", kf.KID, *out)
 	return 0
+}
+
+// validKeyName reports whether name can name a signed-note key that
+// docket-log and docket-witness accept: non-empty, printable, no spaces and
+// no '+' (note's rule).
+func validKeyName(name string) bool {
+	if name == "" || strings.Contains(name, "+") {
+		return false
+	}
+	for _, r := range name {
+		if r <= ' ' || r == 0x7f || !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func noteKeygen(logName, witnessName, out string, stdout, stderr io.Writer) int {
@@ -82,7 +108,7 @@ func noteKeygen(logName, witnessName, out string, stdout, stderr io.Writer) int 
 	if witnessName != "" {
 		if vkey, err = c2sp.CosignatureVKey(vkey); err != nil {
 			errorf(stderr, "keygen: %v", err)
-			return 1
+			return 2
 		}
 	}
 	if out == "" {
@@ -92,7 +118,7 @@ func noteKeygen(logName, witnessName, out string, stdout, stderr io.Writer) int 
 	}
 	if err := c2sp.WriteKeyFiles(out, skey, vkey); err != nil {
 		errorf(stderr, "keygen: %v", err)
-		return 1
+		return 2
 	}
 	fmt.Fprintln(stdout, vkey)
 	return 0

@@ -23,7 +23,7 @@ import (
 func initModes(s *store.Store, fs *flag.FlagSet, observe, journal bool) (string, error) {
 	set := make(map[string]bool)
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if !set["observe"] && !set["journal"] {
+	if !set["observe"] && !set["journal"] && !set["commit-inputs"] {
 		return "", nil
 	}
 	c, err := s.Config()
@@ -45,6 +45,14 @@ func initModes(s *store.Store, fs *flag.FlagSet, observe, journal bool) (string,
 			false: "journal off",
 		}[journal])
 	}
+	if set["commit-inputs"] {
+		c.InputCommitment = ""
+		said = append(said, "receipts carry tool_input_hash (unsalted)")
+		if fs.Lookup("commit-inputs").Value.String() == "true" {
+			c.InputCommitment, c.Journal = store.CommitSalted, true
+			said[len(said)-1] = "receipts carry a salted tool_input_commitment; the salts stay in the journal"
+		}
+	}
 	if err := s.WriteConfig(c); err != nil {
 		return "", err
 	}
@@ -64,9 +72,8 @@ func runPolicySuggest(ctx context.Context, args []string, stdout, stderr io.Writ
 		errorf(stderr, "policy suggest: unexpected arguments %q", fs.Args())
 		return 2
 	}
-	project, err := store.ProjectDir()
-	if err != nil {
-		errorf(stderr, "%v", err)
+	project, ok := findProject(stderr, "policy suggest")
+	if !ok {
 		return 2
 	}
 	s := store.Open(project)

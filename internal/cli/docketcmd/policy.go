@@ -88,7 +88,16 @@ func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			fmt.Fprint(stdout, policyUsage)
 			return 0
 		}
-		fmt.Fprint(stderr, policyUsage)
+		if len(args) == 0 {
+			fmt.Fprint(stderr, policyUsage)
+			return 2
+		}
+		errorf(stderr, "policy: unknown subcommand %q", args[0])
+		if s := closest(args[0], []string{"check", "eval", "suggest"}); s != "" {
+			hintf(stderr, "did you mean docket policy %s?", s)
+		} else {
+			hintf(stderr, "docket policy -h lists check, eval and suggest")
+		}
 		return 2
 	}
 	sub := args[0]

@@ -1,12 +1,14 @@
 package docketcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/docketlog/docket/hook"
@@ -24,7 +26,10 @@ export writes one .tlog-proof file per receipt). Transient failures are
 retried with backoff (honouring Retry-After) until the timeout. Runs take
 turns on a lock, so it is safe to start many; a run exits when nothing is
 pending. A run starts where the last one stopped, so it costs what was
-appended since, not the project's history.
+appended since, not the project's history. It also verifies again the
+stored proofs of every session whose proof journal changed since it was
+last found good (all of them with -rescan), and fetches again from the log
+those that no longer verify (damaged on disk).
 
 Options:
     -dir PROJECT   project root (default $CLAUDE_PROJECT_DIR or the current directory)
@@ -41,8 +46,16 @@ Options:
 
 Exit codes:
     0  nothing is pending
-    1  receipts remain pending (log unreachable, timeout) or were rejected
+    1  receipts remain pending (log unreachable, timeout) or were rejected,
+       or another docket sync held the lock until the timeout
     2  usage or configuration error
+
+The outcome of every run, the background ones the hooks start included, is
+appended to .docket/sync.log (its last 50 runs), which docket status and
+docket doctor read. The error names the cause (connection refused, the
+witness quorum not met and which witnesses, a proof that does not verify
+under the configured log key) and the fix, without -v. On a terminal, the
+progress and what the log answers while retrying go to stderr.
 `
 
 func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -53,6 +66,7 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	verbose := fl.Bool("v", false, "")
 	every := fl.Duration("checkpoint-every", 5*time.Minute, "")
 	rescan := fl.Bool("rescan", false, "")
+	background := fl.Bool("background", false, "") // started by a hook: not in the usage
 	if err := fl.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -61,15 +75,20 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return 2
 	}
 	project := *dir
-	if project == "" {
-		p, err := store.ProjectDir()
-		if err != nil {
-			errorf(stderr, "%v", err)
+	switch {
+	case project == "":
+		p, ok := findProject(stderr, "sync")
+		if !ok {
 			return 2
 		}
 		project = p
+	case !store.IsProject(project):
+		errorf(stderr, "sync: %v: %s has no %s directory", store.ErrNoProject, project, store.DirName)
+		return 2
 	}
-	opts := store.SyncOptions{CheckpointEvery: *every, Rescan: *rescan}
+	// A background run gives up at once on a log that refuses connections:
+	// the next hook starts another.
+	opts := store.SyncOptions{CheckpointEvery: *every, Rescan: *rescan, FailFast: *background}
 	if *tokenEnv != "" {
 		opts.Token = os.Getenv(*tokenEnv)
 		if opts.Token == "" {
@@ -77,8 +96,18 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return 2
 		}
 	}
-	if *verbose {
+	tty := isTerminalOut(stderr)
+	switch {
+	case *verbose:
 		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	case tty:
+		// On a terminal, say what the log answers while retrying.
+		opts.Logger = slog.New(&retryHandler{w: stderr})
+	}
+	if tty {
+		opts.Progress = func(stored, pending int) {
+			fmt.Fprintf(stderr, "docket: sync: %d proofs stored, %d pending\n", stored, pending)
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -91,35 +120,131 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	} else if n > 0 {
 		fmt.Fprintf(stdout, "receipted %d spooled events\n", n)
 	}
+	// The outcome is recorded in the sync log under the sync lock.
+	var rec store.SyncRecord
+	var recErr error
+	opts.Done = func(res store.SyncResult, err error) {
+		rec = syncRecord(st, res, err, ctx.Err(), *background)
+		recErr = st.RecordSync(rec)
+	}
 	res, err := st.Sync(ctx, opts)
+	if res.Damaged > 0 {
+		warnf(stderr, "%d stored proofs did not verify (damaged on disk); fetched %d again from the log", res.Damaged, res.Refetched)
+	}
 	if res.Stored > 0 {
 		fmt.Fprintf(stdout, "stored %d proofs\n", res.Stored)
 	}
 	if res.Checkpoint > 0 {
 		fmt.Fprintf(stdout, "logged an issuer checkpoint: every receipt up to issuer_sequence %d is in the log\n", res.Checkpoint)
 	}
-	for _, e := range res.Errors {
+	for i, e := range res.Errors {
+		if i == maxSyncErrors {
+			errorf(stderr, "and %d more receipts", len(res.Errors)-i)
+			break
+		}
 		errorf(stderr, "%v", e)
 	}
 	switch {
 	case errors.Is(err, store.ErrNoLog):
 		errorf(stderr, "%v", err)
 		return 2
-	case err != nil && res.Pending == 0:
-		errorf(stderr, "%v", err)
-		return 2
-	case res.Pending > 0:
-		if err != nil {
-			errorf(stderr, "%v", err)
-		}
-		warnf(stderr, "%d receipts are still pending", res.Pending)
-		hintf(stderr, "run docket sync again when the log is reachable; nothing is lost")
-		return 1
-	case len(res.Errors) > 0:
+	case errors.Is(err, store.ErrSyncBusy):
+		errorf(stderr, "%v: it is delivering the same receipts", err)
+		hintf(stderr, "wait for it, or give this one longer: docket sync -timeout 10m")
 		return 1
 	}
-	if res.Stored == 0 {
+	if recErr != nil {
+		warnf(stderr, "%v", recErr)
+	}
+	switch {
+	case rec.Error != "" && (err != nil || res.Pending > 0):
+		errorf(stderr, "%s", rec.Error)
+		if res.Pending > 0 {
+			warnf(stderr, "%d receipts are still pending; nothing is lost", res.Pending)
+		}
+		hintf(stderr, "%s", rec.Fix)
+		if res.Pending == 0 && res.Stored == 0 && len(res.Errors) == 0 {
+			return 2 // nothing was delivered: configuration or store error
+		}
+		return 1
+	case rec.Error != "":
+		hintf(stderr, "%s", rec.Fix)
+		return 1
+	case err != nil:
+		// Sync failed before it took the lock: nothing was recorded.
+		errorf(stderr, "%v", err)
+		return 2
+	case res.Stored == 0:
 		fmt.Fprintln(stdout, "nothing pending")
 	}
 	return 0
+}
+
+// syncRecord is the sync log's record of one run's outcome, with the
+// cause of a failure named (explainLogErr) and its fix.
+func syncRecord(st *store.Store, res store.SyncResult, err, ctxErr error, background bool) store.SyncRecord {
+	rec := store.SyncRecord{Time: time.Now().UTC(), Background: background, Stored: res.Stored, Pending: res.Pending, Rejected: len(res.Errors)}
+	var cause error
+	switch {
+	case err != nil || res.Pending > 0:
+		cause = cmp.Or(res.LastErr, err)
+		if cause == nil && len(res.Errors) > 0 {
+			cause = res.Errors[0]
+		}
+		if cause == nil {
+			cause = cmp.Or(ctxErr, errors.New("receipts remain pending"))
+		}
+	case len(res.Errors) > 0:
+		cause = res.Errors[0]
+	default:
+		return rec
+	}
+	p := syncProblem(st, cause)
+	rec.Error, rec.Fix = p.Cause, p.Fix
+	return rec
+}
+
+// maxSyncErrors bounds the receipts' errors docket sync prints.
+const maxSyncErrors = 3
+
+// syncProblem explains an error of a sync of st.
+func syncProblem(st *store.Store, err error) logProblem {
+	cfg, cerr := st.Config()
+	if cerr != nil {
+		return logProblem{cerr.Error(), "fix " + st.ConfigPath() + ", or run docket init again"}
+	}
+	v, verr := st.ProofVerifier(cfg)
+	if verr != nil {
+		return logProblem{verr.Error(), "run docket doctor: it names the fix"}
+	}
+	return explainLogErr(err, cfg, v)
+}
+
+// retryHandler is the slog.Handler of docket sync on a terminal: one line
+// per retry that says what the log answered, repeated only when it changes.
+type retryHandler struct {
+	w    io.Writer
+	mu   sync.Mutex // guards last
+	last string
+}
+
+func (h *retryHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *retryHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *retryHandler) WithGroup(string) slog.Handler            { return h }
+func (h *retryHandler) Handle(_ context.Context, r slog.Record) error {
+	var msg string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			msg = a.Value.String()
+		}
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if msg == "" || msg == h.last {
+		return nil
+	}
+	h.last = msg
+	fmt.Fprintf(h.w, "docket: sync: retrying: %s\n", msg)
+	return nil
 }

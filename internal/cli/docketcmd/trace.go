@@ -70,9 +70,8 @@ func runExportTrace(ctx context.Context, args []string, _ io.Reader, stdout, std
 	if *out == "" {
 		*out = "trace-" + store.SessionName(*session)
 	}
-	project, err := store.ProjectDir()
-	if err != nil {
-		errorf(stderr, "export trace: %v", err)
+	project, ok := findProject(stderr, "export trace")
+	if !ok {
 		return 2
 	}
 	measurement, err := trace.BinaryDigest()

@@ -46,6 +46,14 @@ Options:
     -proofs DIR          with -log-key: where the proofs are, as DIR/<sequence>.tlog-proof
                          (default: a chain of a .docket store or an export bundle,
                          sessions/NAME.jsonl, has its proofs in that store or bundle)
+    -disclosure FILE     check a disclosure (docket disclose) instead of files: the
+                         receipt under the trusted key, the input against its
+                         tool_input_hash or salted tool_input_commitment, and with
+                         -log-key its log proof; prints the disclosed input
+
+In a project, with none of -key, -jwks, -key-file and -log-key, verify trusts
+the project's issuer key and, with a log configured, its log key and witness
+policy (requiring proofs), and says so on stderr.
 
 With -log-key a receipt is valid only if its proof shows it in the log under
 a checkpoint the log signed (and the witness quorum cosigned): a proof that
@@ -91,16 +99,38 @@ func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	logKey := fs.String("log-key", "", "")
 	witnessPolicy := fs.String("witness-policy", "", "")
 	proofsDir := fs.String("proofs", "", "")
+	disclosed := fs.String("disclosure", "", "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
+	}
+	if *disclosed != "" {
+		if fs.NArg() > 0 {
+			errorf(stderr, "verify: -disclosure takes no other files")
+			return 2
+		}
+		if *keyHex == "" && *jwksFile == "" && *keyFile == "" && *logKey == "" {
+			expandStores(nil, false, keyFile, logKey, witnessPolicy, stderr)
+		}
+		keys, err := loadKeys(*keyHex, *jwksFile, *keyFile)
+		if err != nil {
+			errorf(stderr, "verify: %v", err)
+			return 2
+		}
+		return verifyDisclosure(*disclosed, keys, *logKey, *witnessPolicy, stdout, stderr)
 	}
 	if fs.NArg() == 0 {
 		errorf(stderr, "verify: no files given")
 		hintf(stderr, "docket verify -key-file .docket/issuer.key .docket/sessions/*.jsonl")
 		return 2
 	}
-	names, err := expandBundles(ctx, fs.Args(), keyHex, jwksFile, keyFile, logKey, witnessPolicy)
+	names, err := expandBundles(ctx, fs.Args(), keyHex, jwksFile, keyFile, logKey, witnessPolicy, stderr)
 	if err != nil {
+		errorf(stderr, "verify: %v", err)
+		return 2
+	}
+	// Keys from flags, or from a bundle: the project's are not added.
+	pinned := *keyHex != "" || *jwksFile != "" || *keyFile != "" || *logKey != ""
+	if names, err = expandStores(names, pinned, keyFile, logKey, witnessPolicy, stderr); err != nil {
 		errorf(stderr, "verify: %v", err)
 		return 2
 	}
@@ -110,7 +140,7 @@ func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return 2
 	}
 	if keys == nil {
-		warnf(stderr, "no trusted key given (-key, -jwks or -key-file): every receipt is undecidable")
+		warnf(stderr, "no trusted key given (-key, -jwks or -key-file), and not in a project: every receipt is undecidable")
 	}
 	opts.Keys = keys
 	proofs, err := newProofVerifier(*logKey, *witnessPolicy)
@@ -132,6 +162,62 @@ func runVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	return report(w, files, *asJSON, *strict)
+}
+
+// expandStores replaces each store directory among names (a project's
+// .docket, or the project directory itself) by its session chains. Unless
+// keys were given with flags, the issuer key and the log configuration
+// come from the store named, or else from the project the command runs in
+// (store.FindProject): docket verify in a project checks its receipts
+// against what the project knows, and says so.
+func expandStores(names []string, pinned bool, keyFile, logKey, policy *string, stderr io.Writer) ([]string, error) {
+	var out []string
+	var from *store.Store
+	for _, n := range names {
+		dir := n
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			out = append(out, n)
+			continue
+		}
+		if filepath.Base(filepath.Clean(dir)) != store.DirName && store.IsProject(dir) {
+			dir = filepath.Join(dir, store.DirName)
+		}
+		st := store.OpenDir(dir)
+		sessions, err := st.Sessions()
+		if err != nil {
+			return nil, err
+		}
+		if len(sessions) == 0 {
+			return nil, fmt.Errorf("%s: no session chains (a .docket directory or a project holds them in sessions/)", n)
+		}
+		for _, s := range sessions {
+			out = append(out, st.ChainPath(s))
+		}
+		if from == nil {
+			from = st
+		}
+	}
+	if pinned {
+		return out, nil
+	}
+	if from == nil {
+		project, err := store.FindProject()
+		if err != nil {
+			return out, nil // not in a project: keys come from flags only
+		}
+		from = store.Open(project)
+	}
+	if !from.HasKey() {
+		return out, nil
+	}
+	*keyFile = from.KeyPath()
+	what := "the issuer key " + from.KeyPath()
+	if cfg, err := from.Config(); err == nil && cfg.HasLog() {
+		*logKey, *policy = cfg.LogKey, cfg.WitnessPolicyPath(from.Project())
+		what += " and the log key and witness policy of " + from.ConfigPath() + " (proofs required)"
+	}
+	fmt.Fprintf(stderr, "docket: verify: trusting %s\n", what)
+	return out, nil
 }
 
 // newProofVerifier returns the verifier of log proofs under the log key
@@ -200,7 +286,7 @@ func verifyFile(name string, opts receipts.Options) fileResult {
 // expandBundles replaces each bundle directory (docket export) among args
 // by its session chains, and takes the bundle's issuer keys, log key and
 // witness policy for the flags that were not given.
-func expandBundles(ctx context.Context, args []string, keyHex, jwks, keyFile, logKey, policy *string) ([]string, error) {
+func expandBundles(ctx context.Context, args []string, keyHex, jwks, keyFile, logKey, policy *string, stderr io.Writer) ([]string, error) {
 	var out []string
 	for _, a := range args {
 		b, err := bundle.Open(ctx, a)
@@ -213,7 +299,9 @@ func expandBundles(ctx context.Context, args []string, keyHex, jwks, keyFile, lo
 		}
 		if *keyHex == "" && *keyFile == "" {
 			lf := logFlags{logKey: *logKey, policy: *policy, log: "-"}
+			given := *jwks != ""
 			bundleDefaults(b, &lf, jwks)
+			warnBundleTrust(stderr, a, !given && *jwks != "", *logKey == "" && lf.logKey != "", *policy == "" && lf.policy != "")
 			*logKey, *policy = lf.logKey, lf.policy
 		}
 		chains, err := b.ChainFiles()
@@ -223,6 +311,45 @@ func expandBundles(ctx context.Context, args []string, keyHex, jwks, keyFile, lo
 		out = append(out, chains...)
 	}
 	return out, nil
+}
+
+// projectDefaults gives docket audit, run in a project with none of the
+// key and log flags, the project's issuer key, log, log key and witness
+// policy, and says so.
+func projectDefaults(lf *logFlags, jwks, keyFile *string, stderr io.Writer) {
+	if lf.log != "" || lf.logKey != "" || *jwks != "" || *keyFile != "" {
+		return
+	}
+	project, err := store.FindProject()
+	if err != nil {
+		return
+	}
+	st := store.Open(project)
+	cfg, err := st.Config()
+	if err != nil || !cfg.HasLog() || !st.HasKey() {
+		return
+	}
+	lf.log, lf.logKey, lf.policy, *keyFile = cfg.LogURL, cfg.LogKey, cfg.WitnessPolicyPath(project), st.KeyPath()
+	fmt.Fprintf(stderr, "docket: trusting the issuer key %s and the log of %s\n", st.KeyPath(), st.ConfigPath())
+}
+
+// warnBundleTrust warns that verify or audit trusts what a bundle brought
+// rather than keys the operator pinned: whoever wrote the bundle chose
+// them.
+func warnBundleTrust(stderr io.Writer, name string, issuers, logKey, policy bool) {
+	var took []string
+	if issuers {
+		took = append(took, "issuer keys (pin with -jwks or -key-file)")
+	}
+	if logKey {
+		took = append(took, "log key (pin with -log-key)")
+	}
+	if policy {
+		took = append(took, "witness policy (pin with -witness-policy)")
+	}
+	if len(took) > 0 {
+		warnf(stderr, "%s: trusting the bundle's own %s: whoever wrote the bundle chose them", name, strings.Join(took, ", "))
+	}
 }
 
 // checkProofs requires a verified log proof for every valid receipt of f,
@@ -292,7 +419,7 @@ func report(w io.Writer, files []fileResult, asJSON, strict bool) int {
 			}
 			continue
 		}
-		counts, legacy := [3]int{}, 0
+		counts, legacy, noKey := [3]int{}, 0, 0
 		for i := range f.results {
 			r := &f.results[i]
 			if r.Legacy != "" {
@@ -308,6 +435,8 @@ func report(w io.Writer, files []fileResult, asJSON, strict bool) int {
 					jr.LogIndex = &f.logIndex[i]
 				}
 				enc.Encode(jr)
+			} else if r.Cause == receipts.CauseNoTrustedKey {
+				noKey++ // one line for the chain, below
 			} else if r.Outcome != receipts.Valid {
 				fmt.Fprintf(w, "%s: receipt %d: %v: %s: %s\n", f.name, i+1, r.Outcome, r.Cause, r.Detail)
 			}
@@ -316,6 +445,9 @@ func report(w io.Writer, files []fileResult, asJSON, strict bool) int {
 		undecidable += counts[receipts.Undecidable]
 		if asJSON {
 			continue
+		}
+		if noKey > 0 {
+			fmt.Fprintf(w, "%s: %d receipts: undecidable: %s: no trusted key for their kid (give -key, -jwks or -key-file)\n", f.name, noKey, receipts.CauseNoTrustedKey)
 		}
 		status := "valid"
 		switch {

@@ -1,0 +1,183 @@
+package docketcmd
+
+import (
+	"context"
+	"errors"
+
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/logclient"
+	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
+)
+
+// doctorTimeout bounds the doctor's reading of the log's checkpoint.
+const doctorTimeout = 10 * time.Second
+
+// report prints the doctor's lines: one per check, a failure with its fix.
+type doctorReport struct{ w io.Writer }
+
+func (r doctorReport) ok(name, detail string) { fmt.Fprintf(r.w, "ok    %s: %s\n", name, detail) }
+func (r doctorReport) warn(name, cause, fix string) {
+	fmt.Fprintf(r.w, "warn  %s: %s\n      fix: %s\n", name, cause, fix)
+}
+func (r doctorReport) fail(name, cause, fix string) bool {
+	fmt.Fprintf(r.w, "FAIL  %s: %s\n      fix: %s\n", name, cause, fix)
+	return false
+}
+
+// doctorLog checks the path from the project to its log: the witness
+// policy, the log's answer, the checkpoint's signature and cosignatures.
+// It reports whether every check passed.
+func doctorLog(ctx context.Context, s *store.Store, cfg store.Config, w io.Writer) bool {
+	r := doctorReport{w}
+	initFix := "docket init -log " + cfg.LogURL + " -log-key VKEY -witness-policy FILE"
+	// The witness policy, as every client of the log reads it.
+	v, err := s.ProofVerifier(cfg)
+	switch {
+	case err != nil && cfg.WitnessPolicy != "":
+		fix := "write a C2SP tlog-policy file with a line \"log " + cfg.LogKey + "\", the witnesses and one quorum line, and name it: " + initFix
+		return r.fail("witness policy "+cfg.WitnessPolicy, err.Error(), fix)
+	case err != nil:
+		return r.fail("log key", err.Error(), initFix)
+	case cfg.WitnessPolicy == "":
+		r.warn("witness policy", "none configured: a proof is trusted on the log's signature alone, and a log that shows this project another view than everyone else's goes unseen",
+			initFix)
+	case len(v.Policy().Logs) == 0:
+		return r.fail("witness policy "+cfg.WitnessPolicy, "lists no log, so nothing ties it to the log key "+keyName(cfg.LogKey),
+			"add the line \"log "+cfg.LogKey+"\" to "+cfg.WitnessPolicy)
+	default:
+		r.ok("witness policy "+cfg.WitnessPolicy, fmt.Sprintf("lists the log key; quorum %s of %d witnesses", v.Policy().Quorum, len(v.Policy().Witnesses)))
+	}
+
+	ops, err := logclient.NewHTTPOps(cfg.LogURL, &http.Client{Timeout: doctorTimeout}, "")
+	if err != nil {
+		return r.fail("log", err.Error(), initFix)
+	}
+	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	signed, err := ops.ReadRemote(ctx, "checkpoint", logclient.MaxCheckpointSize)
+	if err != nil {
+		p := explainLogErr(err, cfg, v)
+		return r.fail("log "+cfg.LogURL, p.Cause, p.Fix)
+	}
+	// The log's own signature, apart from the quorum, so that a wrong key
+	// and a missing cosignature are told apart.
+	bare, err := c2sp.NewProofVerifier(cfg.LogKey, nil)
+	if err != nil {
+		return r.fail("log key", err.Error(), initFix)
+	}
+	cp, err := bare.VerifyCheckpoint(signed)
+	if err != nil {
+		cause := "the log's checkpoint is not signed by the configured log key " + keyName(cfg.LogKey)
+		if names := signerNames(signed); len(names) > 0 {
+			cause += "; it is signed by " + strings.Join(names, ", ")
+		}
+		return r.fail("log "+cfg.LogURL, cause, "set the key the log signs with (the .pub of docket-log's -key): docket init -log "+cfg.LogURL+" -log-key VKEY")
+	}
+	r.ok("log "+cfg.LogURL, fmt.Sprintf("answers; checkpoint of size %d signed by %s", cp.Size, keyName(cfg.LogKey)))
+	if v.Witnessed() {
+		if _, err := v.VerifyCheckpoint(signed); err != nil {
+			missing := missingCosigners(v.Policy(), signed)
+			cause := "the log's checkpoint is not cosigned by the quorum " + v.Policy().Quorum
+			if len(missing) > 0 {
+				cause += "; no valid cosignature from " + strings.Join(missing, ", ")
+			}
+			return r.fail("witness quorum", cause+witnessList(v),
+				"start those witnesses and check that docket-log's -witness-policy names them; or fix "+cfg.WitnessPolicy)
+		}
+		r.ok("witness quorum", "the checkpoint is cosigned by quorum "+v.Policy().Quorum)
+	}
+	return true
+}
+
+// doctorLastSync reports the outcome of the last docket sync.
+func doctorLastSync(s *store.Store, w io.Writer) bool {
+	r := doctorReport{w}
+	last, ran, err := s.LastSync()
+	switch {
+	case err != nil:
+		return r.fail("last sync", err.Error(), "remove "+store.DirName+"/"+store.SyncLogFile+"; the next docket sync writes it again")
+	case !ran:
+		r.ok("last sync", "none yet")
+	case last.Error != "":
+		fix := last.Fix
+		if fix == "" {
+			fix = "run docket sync and read its error"
+		}
+		return r.fail("last sync", fmt.Sprintf("%s%s failed: %s (%d receipts left pending)", ago(last.Time), bgWord(last.Background), last.Error, last.Pending), fix)
+	case last.Rejected > 0:
+		return r.fail("last sync", fmt.Sprintf("%s%s: the log refused %d receipts for good", ago(last.Time), bgWord(last.Background), last.Rejected),
+			"run docket sync and read why; docket repair SESSION moves a damaged chain tail aside")
+	default:
+		r.ok("last sync", fmt.Sprintf("%s%s: %d proofs stored, %d pending", ago(last.Time), bgWord(last.Background), last.Stored, last.Pending))
+	}
+	return true
+}
+
+// doctorPending reports the receipts without a proof, and the chains'
+// damaged tails.
+func doctorPending(s *store.Store, w io.Writer) bool {
+	r := doctorReport{w}
+	if damaged, err := s.Damaged(); err == nil && len(damaged) > 0 {
+		r.warn("chain tails", fmt.Sprintf("%d torn or damaged tails were moved aside: %s", len(damaged), strings.Join(damaged, ", ")),
+			"inspect them; they are not part of any chain (docket show SESSION says what the chain holds)")
+	}
+	pend, _, err := s.Pending(store.Cursor{})
+	if err != nil {
+		var bt *store.BadTailError
+		if errors.As(err, &bt) {
+			return r.fail("chain "+bt.Chain, "the last line is not a receipt", "docket repair "+bt.Session)
+		}
+		return r.fail("pending receipts", err.Error(), "docket repair SESSION moves a damaged chain tail aside")
+	}
+	if len(pend) == 0 {
+		r.ok("pending receipts", "none")
+		return true
+	}
+	var oldest time.Time
+	for _, p := range pend {
+		rc, err := receipts.Open(p.Receipt, nil)
+		if err != nil {
+			continue
+		}
+		if t, err := time.Parse(time.RFC3339Nano, rc.Payload.IssuedAt); err == nil && (oldest.IsZero() || t.Before(oldest)) {
+			oldest = t
+		}
+	}
+	msg := fmt.Sprintf("%d, the oldest issued %s", len(pend), ago(oldest))
+	if oldest.IsZero() {
+		msg = fmt.Sprintf("%d", len(pend))
+	}
+	cfg, err := s.Config()
+	if err == nil && !cfg.HasLog() {
+		r.ok("pending receipts", msg+" (no log configured: they stay local)")
+		return true
+	}
+	if !oldest.IsZero() && time.Since(oldest) > time.Hour {
+		r.warn("pending receipts", msg, "docket sync, and fix the cause it names")
+		return true
+	}
+	r.ok("pending receipts", msg)
+	return true
+}
+
+func bgWord(background bool) string {
+	if background {
+		return " (background)"
+	}
+	return ""
+}
+
+// ago says how long ago t was, to the second.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "at an unknown time"
+	}
+	return time.Since(t).Round(time.Second).String() + " ago"
+}
