@@ -184,8 +184,11 @@ func TestClaudeCodeConfined(t *testing.T) {
 	if decisions["toolu_06"] != "allow" && decisions["toolu_07"] != "allow" {
 		t.Errorf("the analyser allows neither read of the key (%v): the test shows no command the analyser misread", decisions)
 	}
-	if confined != len(m.script) {
-		t.Errorf("%d confined executions, want %d", confined, len(m.script))
+	// Every allowed call ran confined. The analyser asks about the
+	// Makefile planted and run in one line (toolu_07) since issue 22;
+	// every other call is allowed.
+	if confined != allowed || allowed < len(m.script)-1 {
+		t.Errorf("%d confined executions of %d allowed calls, want every one of at least %d", confined, allowed, len(m.script)-1)
 	}
 	t.Logf("%d allowed, %d confined executions, %d receipted as confinement_denied", allowed, confined, deniedByKernel)
 }

@@ -259,11 +259,12 @@ func initPolicy(s *store.Store) (string, error) {
 		}
 		return "kept policy " + eng.Digest(), nil
 	}
-	path, err := s.WritePolicyFile(policy.DefaultName, policy.Default)
-	if err != nil {
+	if _, err := s.WritePolicyFile(policy.DefaultName, policy.Default); err != nil {
 		return "", err
 	}
-	return "wrote default policy to " + rel(s.Project(), path), nil
+	// Named where it ends up: a new .docket is written beside the project
+	// first and renamed into place.
+	return "wrote default policy to " + filepath.Join(store.DirName, store.PolicyDir, policy.DefaultName), nil
 }
 
 func initConfig(s *store.Store, logURL, logKey, witness string, requireLog bool) (string, error) {
