@@ -343,6 +343,11 @@ func (l *Log) Add(ctx context.Context, data []byte) (*Result, error) {
 	default:
 		return nil, ErrOverloaded
 	}
+	return l.add(ctx, data)
+}
+
+// add is Add once the entry is admitted.
+func (l *Log) add(ctx context.Context, data []byte) (*Result, error) {
 	e, err := receipts.ParseEntry(data)
 	if err != nil {
 		return nil, err
