@@ -17,6 +17,8 @@ CLIENTS=${1:-500,2000}
 DURATION=${2:-10s}
 ROUNDS=${3:-2}
 BATCH=${BATCH:-1}
+# Signed bodies per docket-log run (each is sent once: the log dedups).
+BODIES=${BODIES:-40000}
 W=$(mktemp -d)
 PIDS=""
 trap 'kill $PIDS 2>/dev/null || true; rm -rf "$W"' EXIT
@@ -27,7 +29,7 @@ GOBIN="$W" go install github.com/transparency-dev/tessera/cmd/conformance/posix@
 cpu_us() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d\n", ($14 + $15) * 1000000 / hz }' "/proc/$1/stat"; }
 wait_up() { for _ in $(seq 200); do curl -sf "$1/checkpoint" >/dev/null && return 0; sleep 0.05; done; echo "server did not start" >&2; exit 1; }
 
-"$W/docket-log" -storage-dir "$W/docket" -listen 127.0.0.1:17790 -max-inflight 8192 -max-conns 8192 >/dev/null 2>"$W/docket-log.err" &
+"$W/docket-log" -storage-dir "$W/docket" -listen 127.0.0.1:17790 -max-inflight 8192 -max-conns 8192 ${PPROF:+-pprof $PPROF} >/dev/null 2>"$W/docket-log.err" &
 DOCKET=$!; PIDS="$PIDS $DOCKET"
 if [ -n "${OLD:-}" ]; then
 	"$OLD" -storage-dir "$W/old" -listen 127.0.0.1:17792 -max-inflight 8192 -max-conns 8192 >/dev/null 2>"$W/old.err" &
@@ -45,7 +47,7 @@ wait_up http://127.0.0.1:17791
 run() {
 	pid=$1; label=$2; shift 2
 	c0=$(cpu_us "$pid")
-	"$W/docket-load" -label "$label" -rates , -duration "$DURATION" "$@" | tail -n 1 >"$W/row"
+	"$W/docket-load" -label "$label" -rates , -duration "$DURATION" -bodies "$BODIES" "$@" | tail -n 1 >"$W/row"
 	c1=$(cpu_us "$pid")
 	awk -F'|' -v us=$((c1 - c0)) '{ ok = $5 + 0; printf "%s %s |\n", $0, (ok > 0 ? int(us / ok) : "-") }' "$W/row"
 }

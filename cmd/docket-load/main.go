@@ -62,6 +62,7 @@ func main() {
 		keygen   = flag.String("keygen", "", "write a signed-note signer key for a baseline server to this file and exit")
 		lone     = flag.Int("lone", 0, "then send this many lone writes, each after the previous is answered and a random pause of up to 1.5s, and report their submit→proof time")
 		cpURL    = flag.String("checkpoint-url", "", "with -mode tessera-published: the URL prefix of the published checkpoint, if not -url's (a bucket's)")
+		nbodies  = flag.Int("bodies", 0, "signed bodies made for the closed loop (0: 12,000 per second of -duration)")
 		batch    = flag.Int("batch", 1, "with -mode docket: entries per POST /add in the closed loop (more than 1: the batch form, each entry counted)")
 	)
 	flag.Parse()
@@ -120,7 +121,10 @@ func main() {
 		// uses them all says so, its rate being a floor. Tessera's
 		// conformance servers check no signature, so for them the bodies are
 		// reused with a counter member added (see distinct).
-		bodies := g.make(int(12000 * duration.Seconds()))
+		if *nbodies <= 0 {
+			*nbodies = int(12000 * duration.Seconds())
+		}
+		bodies := g.make(*nbodies)
 		var res *result
 		if *batch > 1 && *mode == "docket" {
 			res = closedLoopBatch(c, base, bodies, *batch, *clients, *duration)
