@@ -47,8 +47,10 @@ const (
 // temporary error is sent again, with the others of its batch that were,
 // after the backoff (and Retry-After) that Add would wait. Each proof is
 // verified as Add verifies it. An entry too large to share a batch, a
-// ClientOps that is no BatchAdder, and a log that refuses the batch form
-// (an older log answers 400, 404 or 405) fall back to Add, entry by entry.
+// ClientOps that is no BatchAdder, and a log that refuses a batch as a
+// whole for good (a 4xx: an older log answers 400, 404 or 405), or answers
+// it with anything but one answer per entry, fall back to Add, entry by
+// entry: each entry then gets its own answer, each proof verified.
 // done is called exactly once per entry, as for Submit.
 func (c *Client) SubmitBatch(ctx context.Context, entries [][]byte, done func(i int, p *Proof, err error)) error {
 	ba, ok := c.ops.(BatchAdder)
@@ -109,9 +111,7 @@ func (c *Client) sendBatch(ctx context.Context, ba BatchAdder, entries [][]byte,
 		}
 		answers, err := ba.AddBatch(ctx, body, min(int64(len(body))*MaxProofSize, MaxBatchAnswer))
 		var se *StatusError
-		if errors.Is(err, ErrTooLarge) || errors.As(err, &se) && (se.Status == http.StatusBadRequest ||
-			se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed ||
-			se.Status == http.StatusRequestEntityTooLarge) {
+		if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrMalformed) || errors.As(err, &se) && !se.Temporary() {
 			fallback = true
 			return nil
 		}

@@ -54,16 +54,34 @@ run() {
 uptime
 echo "| target | offered/s | sent | ok | 503 | other | sustained/s | p50 ms | p90 ms | p99 ms | max ms | server CPU µs/entry |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-for round in $(seq "$ROUNDS"); do
-	for n in $(echo "$CLIENTS" | tr , ' '); do
+# target K N: the K-th target at N clients (raw Tessera, docket-log at each
+# BATCH, the OLD docket-log).
+target() {
+	k=$1; n=$2
+	if [ "$k" -eq 0 ]; then
 		run "$RAW" "tessera-posix (round $round)" -url http://127.0.0.1:17791 -mode tessera -clients "$n"
-		for b in $(echo "$BATCH" | tr , ' '); do
+		return
+	fi
+	k=$((k - 1))
+	for b in $(echo "$BATCH" | tr , ' '); do
+		if [ "$k" -eq 0 ]; then
 			# As many entries in flight as single adds from n clients.
 			run "$DOCKET" "docket-log, $b per request (round $round)" -url http://127.0.0.1:17790 -batch "$b" -clients $(( (n + b - 1) / b ))
-		done
-		if [ -n "${OLD:-}" ]; then
-			run "$OLDPID" "docket-log old (round $round)" -url http://127.0.0.1:17792 -clients "$n"
+			return
 		fi
+		k=$((k - 1))
+	done
+	run "$OLDPID" "docket-log old (round $round)" -url http://127.0.0.1:17792 -clients "$n"
+}
+TARGETS=$(( 1 + $(echo "$BATCH" | tr , '\n' | wc -l) ))
+if [ -n "${OLD:-}" ]; then TARGETS=$((TARGETS + 1)); fi
+for round in $(seq "$ROUNDS"); do
+	for n in $(echo "$CLIENTS" | tr , ' '); do
+		# Each round starts at another target: what one run leaves behind
+		# (a server still integrating its backlog) weighs on all alike.
+		for j in $(seq 0 $((TARGETS - 1))); do
+			target $(( (j + round - 1) % TARGETS )) "$n"
+		done
 	done
 	uptime
 done
