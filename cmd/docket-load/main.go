@@ -12,7 +12,7 @@
 //
 // Usage:
 //
-//	docket-load -url http://127.0.0.1:7780[,URL...] [-mode docket|tessera] [-rates 250,500,1000] [-duration 10s] [-clients 256] [-lone N]
+//	docket-load -url http://127.0.0.1:7780[,URL...] [-mode docket|tessera] [-rates 250,500,1000] [-duration 10s] [-clients 256] [-batch N] [-bodies N] [-lone N]
 //	docket-load -keygen FILE   (a signer key for the baseline server's -private_key)
 //
 // With -mode reads it reads a log instead: for -duration, -clients clients
@@ -21,8 +21,14 @@
 // reports requests/s and latency; the URL is any tlog-tiles prefix (a
 // docket-log, a bucket, a CDN).
 //
-// bench.sh in this directory runs both servers side by side; bench-aws.sh
-// runs docket-log -storage aws against Tessera's AWS conformance server.
+// With -batch N (N > 1) the closed loop sends N entries per request in the
+// batch form of POST /add, and counts each entry with its own answer.
+//
+// bench.sh in this directory runs both servers side by side;
+// bench-interleaved.sh measures docket-log (single adds, batches, an older
+// binary) and Tessera's POSIX server in turn, round after round, with each
+// server's CPU per entry; bench-aws.sh runs docket-log -storage aws against
+// Tessera's AWS conformance server.
 package main
 
 import (
