@@ -174,3 +174,28 @@ func BenchmarkAddBatch(b *testing.B) {
 		}
 	})
 }
+
+// FuzzSplitBatch checks that a batch body is split without a panic into
+// the elements of a JSON array, each the bytes of one JSON value, or
+// refused with ErrBatch.
+func FuzzSplitBatch(f *testing.F) {
+	f.Add([]byte(`[{"public_key":"00","receipt":{}}, {"a":1}]`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`[1,"x",null,[2]]`))
+	f.Add([]byte(`[{"a":1}] x`))
+	f.Add([]byte("[\"\xff\"]"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		entries, err := splitBatch(body)
+		if err != nil {
+			if !errors.Is(err, ErrBatch) {
+				t.Errorf("splitBatch(%q) = %v, want an ErrBatch", body, err)
+			}
+			return
+		}
+		for i, e := range entries {
+			if !json.Valid(e) {
+				t.Errorf("splitBatch(%q): element %d %q is not one JSON value", body, i, e)
+			}
+		}
+	})
+}
