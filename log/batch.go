@@ -46,11 +46,24 @@ func (l *Log) AddBatch(ctx context.Context, entries [][]byte) ([]*Result, []erro
 	}
 	results := make([]*Result, len(entries))
 	errs := make([]error, len(entries))
+	// Every entry is validated before any is sequenced, so that the
+	// batch's entries reach the sequencer together and most often share
+	// one sequencing batch and one checkpoint: the answer waits for its
+	// slowest entry.
+	leaves := make([][]byte, len(entries))
 	var wg sync.WaitGroup
 	for i, e := range entries {
+		wg.Go(func() { leaves[i], errs[i] = l.admit(e) })
+	}
+	wg.Wait()
+	for i := range entries {
+		if errs[i] != nil {
+			<-l.inflight
+			continue
+		}
 		wg.Go(func() {
 			defer func() { <-l.inflight }()
-			results[i], errs[i] = l.add(ctx, e)
+			results[i], errs[i] = l.addLeaf(ctx, leaves[i])
 		})
 	}
 	wg.Wait()
