@@ -33,4 +33,10 @@
 // reads and verifies, and is fresh). ConnLimiter keeps the connections
 // already being served in place through a burst, refusing new ones with
 // 503 and Retry-After.
+//
+// Batches. POST /add also takes a JSON array of entries (AddBatch; the
+// form DESIGN §3.5 allows): the batch is bounded as one entry is and
+// admitted whole, each entry is then judged and deduplicated alone and
+// answered with its own proof or error, so a client pays one request, and
+// the log one HTTP exchange, for many entries.
 package log

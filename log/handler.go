@@ -21,6 +21,8 @@ import (
 // Handler returns the log's HTTP API (DESIGN §3.5):
 //
 //	POST /add                       one entry → 200 tlog-proof@v1 text
+//	POST /add                       a batch: a JSON array of entries →
+//	                                200 a JSON array of answers (below)
 //	GET  /checkpoint                the published checkpoint (no-cache)
 //	GET  /tile/<L>/<N>[.p/<W>]      hash tiles (immutable)
 //	GET  /tile/entries/<N>[.p/<W>]  entry bundles (immutable, gzip if accepted)
@@ -39,6 +41,23 @@ import (
 // without a proof. The answers that net/http gives before any handler runs
 // (malformed requests, headers too large) are JSON too when the log is
 // served through a ConnLimiter.
+//
+// The batch form of POST /add (DESIGN §3.5: "a batch form may be added")
+// is a body whose first byte past white space is "[": a JSON array of
+// 1 to MaxBatchEntries entries, the whole body bounded by
+// receipts.MaxEntrySize as a single entry's is (413 beyond, as above).
+// Each element is judged as the body of a single POST /add would be, its
+// bytes as sent, and deduplicated strictly (an entry repeated within the
+// batch, or already in the log, is answered with the same index). A batch
+// that is not a JSON array of that many elements is answered 400
+// malformed_entry; a batch the log cannot take whole is answered 503 +
+// Retry-After (overloaded, shutting_down) and none of its entries is
+// added. Otherwise the answer is 200 with a JSON array holding, in order,
+// one object per entry: {"status": 200, "index": N, "duplicate": bool,
+// "proof": "<tlog-proof@v1 text>"}, or {"status": S, "error": "<code>",
+// "message": "…", "retry_after": seconds} with the status and code a
+// single add of that entry would have been answered with. A client that
+// goes away before the answer has its connection closed, as for one entry.
 func (l *Log) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /add", l.handleAdd)
@@ -159,6 +178,10 @@ func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	body, err := readBody(w, r)
+	if err == nil && isBatch(body) {
+		l.handleBatch(w, r, body)
+		return
+	}
 	var res *Result
 	if err == nil {
 		res, err = l.Add(r.Context(), body)

@@ -343,6 +343,20 @@ func (l *Log) Add(ctx context.Context, data []byte) (*Result, error) {
 	default:
 		return nil, ErrOverloaded
 	}
+	return l.add(ctx, data)
+}
+
+// add is Add once the entry is admitted.
+func (l *Log) add(ctx context.Context, data []byte) (*Result, error) {
+	leaf, err := l.admit(data)
+	if err != nil {
+		return nil, err
+	}
+	return l.addLeaf(ctx, leaf)
+}
+
+// admit validates one entry and returns its leaf.
+func (l *Log) admit(data []byte) ([]byte, error) {
 	e, err := receipts.ParseEntry(data)
 	if err != nil {
 		return nil, err
@@ -350,7 +364,11 @@ func (l *Log) Add(ctx context.Context, data []byte) (*Result, error) {
 	if l.cfg.Issuers != nil && !l.allowed(e) {
 		return nil, fmt.Errorf("%w: %s", ErrIssuerNotAllowed, e.KID)
 	}
-	leaf := e.Leaf()
+	return e.Leaf(), nil
+}
+
+// addLeaf is add once the entry is validated.
+func (l *Log) addLeaf(ctx context.Context, leaf []byte) (*Result, error) {
 	idx, dup, err := l.sequence(ctx, leaf)
 	if err != nil {
 		return nil, err

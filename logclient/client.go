@@ -109,13 +109,7 @@ func (c *Client) Add(ctx context.Context, entry []byte) (*Proof, error) {
 	if err != nil {
 		return nil, err
 	}
-	vp, err := c.cfg.Verifier.Verify(entry, text)
-	if err != nil {
-		// Not retried: a log that answers with a bad proof is misbehaving
-		// or misconfigured, and will not be hammered.
-		return nil, fmt.Errorf("%w: %w", ErrBadProof, err)
-	}
-	return &Proof{Text: text, Verified: vp}, nil
+	return c.verify(entry, text)
 }
 
 // Submit submits a batch of entries, at most Config.Concurrency at a time

@@ -84,7 +84,14 @@ func (f *fakeLog) postCount() int {
 // newClient returns a client of the fake log served over loopback HTTP.
 func newClient(t *testing.T, f *fakeLog) *logclient.Client {
 	t.Helper()
-	srv := httptest.NewServer(f)
+	return newClientOf(t, f, f)
+}
+
+// newClientOf returns a client of h, served over loopback HTTP, that
+// verifies proofs against f's key.
+func newClientOf(t *testing.T, f *fakeLog, h http.Handler) *logclient.Client {
+	t.Helper()
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	ops, err := logclient.NewHTTPOps(srv.URL, nil, "")
 	if err != nil {

@@ -216,8 +216,13 @@ func (h *HTTPOps) ReadRemote(ctx context.Context, path string, limit int64) ([]b
 
 // Add implements ClientOps.
 func (h *HTTPOps) Add(ctx context.Context, entry []byte, limit int64) ([]byte, error) {
+	return h.post(ctx, entry, limit)
+}
+
+// post sends body to POST <url>/add and returns the success answer's body.
+func (h *HTTPOps) post(ctx context.Context, body []byte, limit int64) ([]byte, error) {
 	u := h.base.JoinPath("add")
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(entry))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

@@ -268,7 +268,7 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 		entries = append(entries, entry)
 		sent = append(sent, p)
 	}
-	err := lc.Submit(ctx, entries, func(i int, proof *logclient.Proof, err error) {
+	err := lc.SubmitBatch(ctx, entries, func(i int, proof *logclient.Proof, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		p := sent[i]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +19,8 @@ import (
 
 // fakeServer answers POST /add from a tlogtest.Log: the first busy requests get
 // 503 + Retry-After, entries containing reject get 422, duplicates keep
-// their index.
+// their index. It answers the batch form of POST /add as docket-log does,
+// each entry as if it came alone (posts counts entries).
 type fakeServer struct {
 	mu    sync.Mutex
 	log   *tlogtest.Log
@@ -29,6 +31,25 @@ type fakeServer struct {
 
 func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	var batch []json.RawMessage
+	if json.Unmarshal(body, &batch) == nil {
+		// The batch form: each entry answered as it would be alone.
+		var answers []map[string]any
+		for _, e := range batch {
+			rec := httptest.NewRecorder()
+			f.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/add", bytes.NewReader(e)))
+			a := map[string]any{"status": rec.Code}
+			if rec.Code == http.StatusOK {
+				a["proof"] = rec.Body.String()
+			} else {
+				json.Unmarshal(rec.Body.Bytes(), &a)
+				a["status"] = rec.Code
+			}
+			answers = append(answers, a)
+		}
+		json.NewEncoder(w).Encode(answers)
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.posts++
@@ -106,6 +127,6 @@ func TestSync(t *testing.T) {
 		t.Errorf("Sync with a rejected receipt = %+v, %v; want 1 stored, 1 pending, 1 error", res, err)
 	}
 	if fs.posts-posts != 2 {
-		t.Errorf("Sync posted %d times, want 2 (a rejection is not retried)", fs.posts-posts)
+		t.Errorf("Sync posted %d entries, want 2 (a rejection is not retried)", fs.posts-posts)
 	}
 }

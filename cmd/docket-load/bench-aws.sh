@@ -11,12 +11,15 @@
 # mariadb-server, on a loopback port: Tessera's server takes a TCP address)
 # and versitygw in a temporary directory. Usage (from the repository root):
 #
-#	sh cmd/docket-load/bench-aws.sh [RATES] [DURATION] [CLIENTS] [LONE]
+#	[BATCH=16] sh cmd/docket-load/bench-aws.sh [RATES] [DURATION] [CLIENTS] [LONE]
 set -eu
 RATES=${1:-250,500,1000}
 DURATION=${2:-10s}
 CLIENTS=${3:-2048}
 LONE=${4:-40}
+# BATCH: entries per request of the batch form runs (none: skip them).
+BATCH=${BATCH:-16}
+BODIES=${BODIES:-40000}
 W=$(mktemp -d /tmp/bench-aws.XXXXXX)
 PIDS=""
 DB_PID=""
@@ -70,7 +73,12 @@ AWSLOG="-key $W/log.key -storage aws -s3-endpoint $S3 -max-inflight 8192 -max-co
 "$W/docket-log" $AWSLOG -mysql-dsn "$(DSN docket1)" -s3-bucket docket-bench1 -storage-dir "$W/d1" -listen 127.0.0.1:17790 >/dev/null 2>"$W/d1.err" &
 P=$!; PIDS="$PIDS $P"
 wait_up http://127.0.0.1:17790/health
-"$W/docket-load" -url http://127.0.0.1:17790 -label docket-log-aws -rates "$RATES" -duration "$DURATION" -clients "$CLIENTS" -lone "$LONE"
+"$W/docket-load" -url http://127.0.0.1:17790 -label docket-log-aws -rates "$RATES" -duration "$DURATION" -clients "$CLIENTS" -bodies "$BODIES" -lone "$LONE"
+# The batch form of POST /add, as many entries in flight.
+for b in $(echo "$BATCH" | tr , ' '); do
+	"$W/docket-load" -url http://127.0.0.1:17790 -label "docket-log-aws, $b per request" -rates , -duration "$DURATION" \
+		-batch "$b" -clients $(( (CLIENTS + b - 1) / b )) -bodies "$BODIES" | tail -n +3
+done
 kill $P; wait $P 2>/dev/null || true
 
 # Tessera's AWS conformance server on the same MariaDB and S3 server, 1s

@@ -12,7 +12,7 @@
 //
 // Usage:
 //
-//	docket-load -url http://127.0.0.1:7780[,URL...] [-mode docket|tessera] [-rates 250,500,1000] [-duration 10s] [-clients 256] [-lone N]
+//	docket-load -url http://127.0.0.1:7780[,URL...] [-mode docket|tessera] [-rates 250,500,1000] [-duration 10s] [-clients 256] [-batch N] [-bodies N] [-lone N]
 //	docket-load -keygen FILE   (a signer key for the baseline server's -private_key)
 //
 // With -mode reads it reads a log instead: for -duration, -clients clients
@@ -21,8 +21,14 @@
 // reports requests/s and latency; the URL is any tlog-tiles prefix (a
 // docket-log, a bucket, a CDN).
 //
-// bench.sh in this directory runs both servers side by side; bench-aws.sh
-// runs docket-log -storage aws against Tessera's AWS conformance server.
+// With -batch N (N > 1) the closed loop sends N entries per request in the
+// batch form of POST /add, and counts each entry with its own answer.
+//
+// bench.sh in this directory runs both servers side by side;
+// bench-interleaved.sh measures docket-log (single adds, batches, an older
+// binary) and Tessera's POSIX server in turn, round after round, with each
+// server's CPU per entry; bench-aws.sh runs docket-log -storage aws against
+// Tessera's AWS conformance server.
 package main
 
 import (
@@ -30,6 +36,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -61,6 +68,8 @@ func main() {
 		keygen   = flag.String("keygen", "", "write a signed-note signer key for a baseline server to this file and exit")
 		lone     = flag.Int("lone", 0, "then send this many lone writes, each after the previous is answered and a random pause of up to 1.5s, and report their submit→proof time")
 		cpURL    = flag.String("checkpoint-url", "", "with -mode tessera-published: the URL prefix of the published checkpoint, if not -url's (a bucket's)")
+		nbodies  = flag.Int("bodies", 0, "signed bodies made for the closed loop (0: 12,000 per second of -duration)")
+		batch    = flag.Int("batch", 1, "with -mode docket: entries per POST /add in the closed loop (more than 1: the batch form, each entry counted)")
 	)
 	flag.Parse()
 	if *keygen != "" {
@@ -118,8 +127,16 @@ func main() {
 		// uses them all says so, its rate being a floor. Tessera's
 		// conformance servers check no signature, so for them the bodies are
 		// reused with a counter member added (see distinct).
-		bodies := g.make(int(12000 * duration.Seconds()))
-		res := closedLoop(c, base, *mode, bodies, *clients, *duration)
+		if *nbodies <= 0 {
+			*nbodies = int(12000 * duration.Seconds())
+		}
+		bodies := g.make(*nbodies)
+		var res *result
+		if *batch > 1 && *mode == "docket" {
+			res = closedLoopBatch(c, base, bodies, *batch, *clients, *duration)
+		} else {
+			res = closedLoop(c, base, *mode, bodies, *clients, *duration)
+		}
 		fmt.Println(res.row(*label, fmt.Sprintf("max (%d clients)", *clients)))
 	}
 	if *lone > 0 {
@@ -364,6 +381,68 @@ func closedLoop(c *http.Client, base []string, mode string, bodies [][]byte, n i
 		r.record(start, st, err)
 		return true
 	})
+}
+
+// closedLoopBatch is closedLoop with n entries per request, in the batch
+// form of POST /add; each entry is recorded with its own answer.
+func closedLoopBatch(c *http.Client, base []string, bodies [][]byte, b, n int, d time.Duration) *result {
+	var next atomic.Int64
+	return forClients(n, d, func(r *result) bool {
+		i := int(next.Add(int64(b)) - int64(b))
+		if i+b > len(bodies) {
+			if i < len(bodies) {
+				fmt.Fprintf(os.Stderr, "docket-load: closed loop: all %d bodies sent before %v: the rate is a floor\n", len(bodies), d)
+			}
+			return false
+		}
+		r.sent.Add(int64(b))
+		start := time.Now()
+		sts, err := postBatch(c, base, i, bodies[i:i+b])
+		if err != nil {
+			for range b {
+				r.record(start, 0, err)
+			}
+			return true
+		}
+		for _, st := range sts {
+			r.record(start, st, nil)
+		}
+		return true
+	})
+}
+
+// postBatch sends entries as one batch POST /add and returns each entry's
+// status from the answer.
+func postBatch(c *http.Client, base []string, i int, entries [][]byte) ([]int, error) {
+	body := append([]byte("["), bytes.Join(entries, []byte(","))...)
+	body = append(body, ']')
+	resp, err := c.Post(base[i%len(base)]+"/add", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		sts := make([]int, len(entries))
+		for j := range sts {
+			sts[j] = resp.StatusCode
+		}
+		return sts, nil
+	}
+	var answers []struct {
+		Status int `json:"status"`
+	}
+	if err := json.Unmarshal(b, &answers); err != nil || len(answers) != len(entries) {
+		return nil, fmt.Errorf("batch answer of %d bytes: not %d answers (%v)", len(b), len(entries), err)
+	}
+	sts := make([]int, len(entries))
+	for j, a := range answers {
+		sts[j] = a.Status
+	}
+	return sts, nil
 }
 
 // forClients runs n clients that each call one until d has passed or it
