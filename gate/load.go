@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/docketlog/docket/internal/stackgrow"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/store"
 )
@@ -117,6 +118,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Gate, error) {
 func (g *Gate) Preload() {
 	g.loadOnce.Do(func() {
 		go func() {
+			stackgrow.Grow() // the Cedar parser recurses
 			defer close(g.loaded)
 			defer func() {
 				if r := recover(); r != nil {

@@ -114,11 +114,12 @@ func BenchmarkHookPreVsBare(b *testing.B) {
 var hookOld = flag.String("hook.old", "", "BenchmarkHookPreVsOld: an earlier static docket binary to alternate with this tree's")
 
 // BenchmarkHookPreVsOld times the static docket of this tree against an
-// earlier static docket binary (-hook.old), whole processes, alternated
-// pair by pair (the order swapped every other pair) on one project, so
-// that both see the same machine load: `docket hook pre` for an allowed
-// `ls src` under the 20-policy file. It reports both medians and the
-// median of the pairwise ratios:
+// earlier static docket binary (-hook.old) and the bare process, whole
+// processes, alternated (the order of the two dockets swapped every other
+// round) on one project, so that all see the same machine load: `docket
+// hook pre` for an allowed `ls src` under the 20-policy file. It reports
+// the medians and 99th percentiles of each, the median of the pairwise
+// ratios new/old, and each docket's median and p99 over bare's:
 //
 //	go test -run '^$' -bench HookPreVsOld -benchtime 300x ./hook -args -hook.old=/path/to/earlier/docket
 func BenchmarkHookPreVsOld(b *testing.B) {
@@ -128,8 +129,8 @@ func BenchmarkHookPreVsOld(b *testing.B) {
 	p := newProject(b, filepath.Join("..", "testdata", "hook", "bench20.cedar"))
 	ev := p.fixture(b, "claude/pre-bash.json", map[string]any{"session_id": "bench", "tool_input.command": "ls src"})
 	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "DOCKET_AUTOSYNC=0")
-	cur := build(b, docketPkg, "CGO_ENABLED=0")
-	var news, olds []time.Duration
+	cur, bareBin := build(b, docketPkg, "CGO_ENABLED=0"), build(b, barePkg)
+	var news, olds, bares []time.Duration
 	var ratios []float64
 	for i := 0; b.Loop(); i++ {
 		var n, o time.Duration
@@ -140,17 +141,28 @@ func BenchmarkHookPreVsOld(b *testing.B) {
 			o = runProcess(b, p.dir, ev, env, *hookOld, "hook", "pre")
 			n = runProcess(b, p.dir, ev, env, cur, "hook", "pre")
 		}
+		bares = append(bares, runProcess(b, p.dir, ev, env, bareBin))
 		news, olds = append(news, n), append(olds, o)
 		ratios = append(ratios, float64(n)/float64(o))
 	}
 	slices.Sort(ratios)
-	b.ReportMetric(float64(median(news))/1e6, "new-ms")
-	b.ReportMetric(float64(median(olds))/1e6, "old-ms")
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	b.ReportMetric(ms(median(news)), "new-ms")
+	b.ReportMetric(ms(median(olds)), "old-ms")
+	b.ReportMetric(ms(median(bares)), "bare-ms")
+	b.ReportMetric(ms(quantile(news, 0.99)), "new-p99-ms")
+	b.ReportMetric(ms(quantile(olds, 0.99)), "old-p99-ms")
+	b.ReportMetric(ms(quantile(bares, 0.99)), "bare-p99-ms")
 	b.ReportMetric(ratios[len(ratios)/2], "new/old")
+	b.ReportMetric(ms(median(news))/ms(median(bares)), "new/bare")
+	b.ReportMetric(ms(median(olds))/ms(median(bares)), "old/bare")
 }
 
-func median(ds []time.Duration) time.Duration {
+// quantile returns the q-quantile (0 ≤ q ≤ 1) of ds, nearest rank.
+func quantile(ds []time.Duration, q float64) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return s[len(s)/2]
+	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
+
+func median(ds []time.Duration) time.Duration { return quantile(ds, 0.5) }

@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/gate"
+	"github.com/docketlog/docket/internal/stackgrow"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
@@ -235,6 +236,7 @@ func block(format string, args ...any) answer {
 func runPre(ctx context.Context, deadline time.Duration, opts Options, in input, stdout, stderr io.Writer) int {
 	done := make(chan answer, 1)
 	go func() {
+		stackgrow.Grow() // deciding recurses (the shell analyser, Cedar)
 		defer func() {
 			if r := recover(); r != nil {
 				done <- block("gate error: internal error (panic: %.200v); the call is blocked", r)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // The arguments of an MCP tool call that name files or URLs become the same
@@ -68,12 +69,16 @@ func normArgName(s string) string {
 	return b.String()
 }
 
-func wordSet(words string) map[string]bool {
-	m := make(map[string]bool)
-	for _, w := range strings.Fields(words) {
-		m[w] = true
-	}
-	return m
+// wordSet returns the set of words, built on its first use: the process
+// of a hook that reads no MCP arguments does not build the sets at start.
+func wordSet(words string) func() map[string]bool {
+	return sync.OnceValue(func() map[string]bool {
+		m := make(map[string]bool)
+		for _, w := range strings.Fields(words) {
+			m[w] = true
+		}
+		return m
+	})
 }
 
 var (
@@ -125,28 +130,28 @@ func argKeyOf(name string, schema map[string]argRole) argKey {
 	n := normArgName(name)
 	k := argKey{name: name}
 	switch {
-	case pathArgNames[n]:
+	case pathArgNames()[n]:
 		k.role = rolePath
-	case urlArgNames[n]:
+	case urlArgNames()[n]:
 		k.role = roleURL
-	case payloadArgNames[n]:
+	case payloadArgNames()[n]:
 		k.role = rolePayload
-	case hasAnySuffix(n, pathArgSuffixes) && !notPathArgNames[n]:
+	case hasAnySuffix(n, pathArgSuffixes) && !notPathArgNames()[n]:
 		k.role = rolePath
 	case hasAnySuffix(n, urlArgSuffixes):
 		k.role = roleURL
 	case hasAnySuffix(n, payloadArgSuffixes):
 		k.role = rolePayload
-	case weakPathArgNames[n]:
+	case weakPathArgNames()[n]:
 		k.role = roleWeakPath
 	}
 	// The schema can only make an argument more of a path, never less.
 	if r := schema[n]; r > k.role {
 		k.role = r
 	}
-	k.scope = scopeArgNames[n] || hasAnySuffix(n, []string{"dir", "directory", "folder"}) && k.role == rolePath
+	k.scope = scopeArgNames()[n] || hasAnySuffix(n, []string{"dir", "directory", "folder"}) && k.role == rolePath
 	switch {
-	case dstArgNames[n] || hasAnyPrefix(n, dstArgPrefixes):
+	case dstArgNames()[n] || hasAnyPrefix(n, dstArgPrefixes):
 		k.dir = dirDst
 	case hasAnyPrefix(n, srcArgPrefixes):
 		k.dir = dirSrc
@@ -213,10 +218,10 @@ func mcpVerbOf(method string) mcpVerb {
 	var v mcpVerb
 	reads, writes := false, false
 	for _, w := range nameWords(method) {
-		reads = reads || readVerbs[w]
-		writes = writes || writeVerbs[w]
-		v.move = v.move || moveVerbs[w]
-		v.destructive = v.destructive || destructiveVerbs[w]
+		reads = reads || readVerbs()[w]
+		writes = writes || writeVerbs()[w]
+		v.move = v.move || moveVerbs()[w]
+		v.destructive = v.destructive || destructiveVerbs()[w]
 	}
 	v.read = reads && !writes
 	return v
@@ -401,7 +406,7 @@ func (w *argWalker) value(s string, k argKey, scopes []string) error {
 			return nil // prose that starts with a URL
 		}
 		return w.add("WebFetch", s, k.name)
-	case fetchSchemes[scheme]:
+	case fetchSchemes()[scheme]:
 		return &urlError{fmt.Sprintf("argument %q: url scheme %q is not http or https", k.name, scheme)}
 	case scheme != "":
 		return nil // s3://, git+ssh://, note://: not a local file, not a web fetch

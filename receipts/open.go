@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/docketlog/docket/internal/strictjson"
 )
@@ -79,8 +80,9 @@ func Open(data []byte, keys *KeySet) (*Receipt, error) {
 	return out, nil
 }
 
-// payloadMembers is the set of member names Payload has fields for.
-var payloadMembers = func() map[string]bool {
+// payloadMembers is the set of member names Payload has fields for, built
+// on first use (a hook process never opens a receipt).
+var payloadMembers = sync.OnceValue(func() map[string]bool {
 	m := make(map[string]bool)
 	t := reflect.TypeFor[Payload]()
 	for i := range t.NumField() {
@@ -88,7 +90,7 @@ var payloadMembers = func() map[string]bool {
 		m[name] = true
 	}
 	return m
-}()
+})
 
 // decodePayload decodes a parsed payload into p by exact names, and puts
 // the members p has no field for in *extra.
@@ -97,7 +99,7 @@ func decodePayload(m map[string]any, p *Payload, extra *map[string]any) error {
 		return fmt.Errorf("payload: %w", err)
 	}
 	for k, v := range m {
-		if !payloadMembers[k] {
+		if !payloadMembers()[k] {
 			if *extra == nil {
 				*extra = make(map[string]any)
 			}
