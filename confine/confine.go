@@ -95,6 +95,18 @@ func DefaultEnv(project string) (Env, error) {
 	return env, nil
 }
 
+// toolWrite returns env's tool directories a confinement for project
+// grants, clean and sorted: the absolute ones outside the project.
+func toolWrite(env Env, project string) []string {
+	var tw []string
+	for _, t := range env.ToolWrite {
+		if filepath.IsAbs(t) && !within(t, project) {
+			tw = append(tw, filepath.Clean(t))
+		}
+	}
+	return uniq(tw)
+}
+
 // toolCaches are the caches under $HOME that everyday tools write.
 var toolCaches = []string{
 	".cache",                       // go-build, pip, yarn, node-gyp, …
@@ -144,11 +156,7 @@ func Derive(ctx context.Context, eng *policy.Engine, env Env) (*Confinement, err
 	if p.allowed("Write", filepath.Join(c.Project, "docket-probe")) {
 		c.Write = []string{c.Project}
 	}
-	for _, t := range env.ToolWrite {
-		if filepath.IsAbs(t) && !within(t, c.Project) {
-			c.ToolWrite = append(c.ToolWrite, filepath.Clean(t))
-		}
-	}
+	c.ToolWrite = toolWrite(env, c.Project)
 
 	var text strings.Builder
 	for _, f := range eng.Files() {
