@@ -1,13 +1,16 @@
 package confine
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/store"
@@ -22,8 +25,16 @@ const CacheDir = "confinement"
 // it: read from dir when a previous call derived it for the same policy
 // digest and Env, else derived and written there. Deriving asks the
 // policy a few hundred questions (about 0.15 s); reading it back costs a
-// file read. A cached file that does not parse is derived again.
+// file read. A cached file is used only when it parses, is in canonical
+// form (so the digest the hook names is that of the bytes docket exec
+// reads) and holds what the Env gives (project, home, tool directories);
+// any other is derived again and replaced. The rules derived from the
+// policy are as trustworthy as the policy itself: both live in .docket,
+// which a confined command cannot write.
 func Cached(ctx context.Context, eng *policy.Engine, env Env, dir string) (*Confinement, string, error) {
+	if eng == nil {
+		return nil, "", errors.New("confinement: no policy")
+	}
 	key, err := json.Marshal(struct {
 		Policy string
 		Env    Env
@@ -34,7 +45,7 @@ func Cached(ctx context.Context, eng *policy.Engine, env Env, dir string) (*Conf
 	sum := sha256.Sum256(append([]byte(Construction+"\n"), key...))
 	file := filepath.Join(dir, hex.EncodeToString(sum[:16])+".json")
 	if data, err := os.ReadFile(file); err == nil {
-		if c, err := Parse(data); err == nil && c.Project == filepath.Clean(env.Project) && c.Home == filepath.Clean(env.Home) {
+		if c, err := Parse(data); err == nil && c.matches(env, data) {
 			return c, file, nil
 		}
 	}
@@ -63,6 +74,17 @@ func Cached(ctx context.Context, eng *policy.Engine, env Env, dir string) (*Conf
 		return nil, "", fmt.Errorf("confinement cache: %v %v", werr, cerr)
 	}
 	return c, file, nil
+}
+
+// matches reports whether c, read from data, is a cache entry for env:
+// canonical, and with env's project, home and tool directories.
+func (c *Confinement) matches(env Env, data []byte) bool {
+	if c.Project != filepath.Clean(env.Project) || c.Home != filepath.Clean(env.Home) ||
+		!slices.Equal(c.ToolWrite, toolWrite(env, c.Project)) {
+		return false
+	}
+	canon, err := c.Canonical()
+	return err == nil && bytes.Equal(canon, data)
 }
 
 // Load reads the confinement in file and checks it against digest ("" to
@@ -98,10 +120,18 @@ func ForProject(ctx context.Context, project string, extra ...string) (*Confinem
 	if err != nil {
 		return nil, "", fmt.Errorf("confinement: %w", err)
 	}
+	return ForEngine(ctx, eng, project, extra...)
+}
+
+// ForEngine is ForProject with the project's policy already loaded (the
+// gate's, which the pre hook has just decided with): the policy is not
+// read and parsed a second time, and with the policy unchanged the
+// confinement costs one file read.
+func ForEngine(ctx context.Context, eng *policy.Engine, project string, extra ...string) (*Confinement, string, error) {
 	env, err := DefaultEnv(project)
 	if err != nil {
 		return nil, "", err
 	}
 	env.ToolWrite = append(env.ToolWrite, extra...)
-	return Cached(ctx, eng, env, filepath.Join(s.Project(), store.DirName, CacheDir))
+	return Cached(ctx, eng, env, filepath.Join(project, store.DirName, CacheDir))
 }

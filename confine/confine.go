@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/policy"
@@ -95,6 +96,18 @@ func DefaultEnv(project string) (Env, error) {
 	return env, nil
 }
 
+// toolWrite returns env's tool directories a confinement for project
+// grants, clean and sorted: the absolute ones outside the project.
+func toolWrite(env Env, project string) []string {
+	var tw []string
+	for _, t := range env.ToolWrite {
+		if filepath.IsAbs(t) && !within(t, project) {
+			tw = append(tw, filepath.Clean(t))
+		}
+	}
+	return uniq(tw)
+}
+
 // toolCaches are the caches under $HOME that everyday tools write.
 var toolCaches = []string{
 	".cache",                       // go-build, pip, yarn, node-gyp, …
@@ -120,13 +133,19 @@ var (
 	candidateDenyRel    = []string{".docket/*key*"}
 )
 
-// Policy literals the derivation also asks about: every entity id of type
-// Directory or File, every like pattern and every quoted string.
-var (
-	entityLiteralRE = regexp.MustCompile(`(?:Directory|File)\s*::\s*"([^"\\]+)"`)
-	likeLiteralRE   = regexp.MustCompile(`like\s+"([^"\\]+)"`)
-	stringLiteralRE = regexp.MustCompile(`"([^"\\\s]{1,128})"`)
-)
+// literalREs are the policy literals the derivation also asks about:
+// every entity id of type Directory or File, every like pattern and every
+// quoted string. They are compiled on the first derivation, not when a
+// docket process starts (the hook, docket exec and its confined stage
+// only read a derived confinement; the last pattern alone compiles to
+// some 60 KB).
+var literalREs = sync.OnceValue(func() [3]*regexp.Regexp {
+	return [3]*regexp.Regexp{
+		regexp.MustCompile(`(?:Directory|File)\s*::\s*"([^"\\]+)"`),
+		regexp.MustCompile(`like\s+"([^"\\]+)"`),
+		regexp.MustCompile(`"([^"\\\s]{1,128})"`),
+	}
+})
 
 // Derive asks the policy which of the candidate paths, names and
 // project-relative trees it forbids reading or writing, and returns the
@@ -144,11 +163,7 @@ func Derive(ctx context.Context, eng *policy.Engine, env Env) (*Confinement, err
 	if p.allowed("Write", filepath.Join(c.Project, "docket-probe")) {
 		c.Write = []string{c.Project}
 	}
-	for _, t := range env.ToolWrite {
-		if filepath.IsAbs(t) && !within(t, c.Project) {
-			c.ToolWrite = append(c.ToolWrite, filepath.Clean(t))
-		}
-	}
+	c.ToolWrite = toolWrite(env, c.Project)
 
 	var text strings.Builder
 	for _, f := range eng.Files() {
@@ -157,6 +172,8 @@ func Derive(ctx context.Context, eng *policy.Engine, env Env) (*Confinement, err
 	}
 	src := text.String()
 
+	res := literalREs()
+	entityLiteralRE, likeLiteralRE, stringLiteralRE := res[0], res[1], res[2]
 	paths := append([]string(nil), candidatePaths...)
 	for _, m := range entityLiteralRE.FindAllStringSubmatch(src, -1) {
 		paths = append(paths, m[1])

@@ -15,8 +15,19 @@ import (
 // home under a temporary directory.
 func derive(t *testing.T) (*confine.Confinement, string, string) {
 	t.Helper()
-	root := t.TempDir()
-	root, _ = filepath.EvalSymlinks(root)
+	eng, env := defaultEnv(t)
+	c, err := confine.Derive(t.Context(), eng, env)
+	if err != nil {
+		t.Fatalf("Derive = %v", err)
+	}
+	return c, env.Home, env.Project
+}
+
+// defaultEnv returns the default policy and an Env of a fresh project and
+// home under a temporary directory.
+func defaultEnv(t *testing.T) (*policy.Engine, confine.Env) {
+	t.Helper()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
 	home, project := filepath.Join(root, "home"), filepath.Join(root, "project")
 	for _, d := range []string{home, project} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -27,11 +38,7 @@ func derive(t *testing.T) (*confine.Confinement, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := confine.Derive(t.Context(), eng, confine.Env{Project: project, Home: home, ToolWrite: []string{filepath.Join(root, "tmp")}})
-	if err != nil {
-		t.Fatalf("Derive = %v", err)
-	}
-	return c, home, project
+	return eng, confine.Env{Project: project, Home: home, ToolWrite: []string{filepath.Join(root, "tmp")}}
 }
 
 func TestDeriveDefault(t *testing.T) {

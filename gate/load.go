@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -140,6 +141,19 @@ func (g *Gate) policy(ctx context.Context) (*policy.Engine, error) {
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
+}
+
+// Policy waits for the policy to be loaded (see Preload) and returns it,
+// the one a Decide of this gate decided with, or why it could not be
+// loaded, or ctx's error when it ended first. The pre hook derives the
+// confinement of a call it allowed from it rather than loading the
+// policy again.
+func (g *Gate) Policy(ctx context.Context) (*policy.Engine, error) {
+	eng, err := g.policy(ctx)
+	if err == nil && eng == nil {
+		err = errors.New("no policy loaded")
+	}
+	return eng, err
 }
 
 // PolicyError waits for the policy to be loaded and returns why it could

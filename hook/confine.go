@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/docketlog/docket/confine"
+	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -93,7 +94,7 @@ func docketCommand() (string, error) {
 // rewritten to run confined, or blocks it when the confinement cannot be
 // applied (fail closed). It returns ok false when the project does not
 // ask for confinement or the call is not a Bash call.
-func confineBash(ctx context.Context, opts Options, toolName string, event map[string]any, decision, reason string) (answer, bool) {
+func confineBash(ctx context.Context, opts Options, g *gate.Gate, toolName string, event map[string]any, decision, reason string) (answer, bool) {
 	if toolName != opts.Agent.ShellTool() || (decision == "ask" && opts.Agent != Claude) {
 		return answer{}, false
 	}
@@ -115,7 +116,12 @@ func confineBash(ctx context.Context, opts Options, toolName string, event map[s
 	if mechanism == "" {
 		return block("denied: this project confines its commands and this machine cannot (%s) [confinement_unavailable]", confine.Support().Detail), true
 	}
-	c, file, err := confine.ForProject(ctx, opts.Store.Project())
+	// The policy the gate decided with, not read again.
+	eng, err := g.Policy(ctx)
+	if err != nil {
+		return block("denied: the confinement cannot be derived: %v [confinement_unavailable]", err), true
+	}
+	c, file, err := confine.ForEngine(ctx, eng, opts.Store.Project())
 	if err != nil {
 		return block("denied: the confinement cannot be derived: %v [confinement_unavailable]", err), true
 	}

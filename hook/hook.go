@@ -303,13 +303,13 @@ func pre(ctx context.Context, opts Options, in input) answer {
 	// allow (gate.Decision.Answer); its receipt says it was not enforced.
 	switch d.Answer() {
 	case policy.Allow:
-		if a, ok := confineBash(ctx, opts, ev.ToolName, in.event, "allow", "allowed"); ok {
+		if a, ok := confineBash(ctx, opts, g, ev.ToolName, in.event, "allow", "allowed"); ok {
 			return a
 		}
 		// No output: an explicit "allow" would skip the agent's own permission checks.
 		return answer{code: ExitOK}
 	case policy.RequireApproval:
-		if a, ok := confineBash(ctx, opts, ev.ToolName, in.event, "ask", oneLine(d.Message)); ok {
+		if a, ok := confineBash(ctx, opts, g, ev.ToolName, in.event, "ask", oneLine(d.Message)); ok {
 			return a
 		}
 		if opts.Agent == Claude {
