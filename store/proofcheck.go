@@ -93,10 +93,14 @@ func (s *Store) checkProofs(v *c2sp.ProofVerifier, pub ed25519.PublicKey, all bo
 // the next Sync a verification.
 func (s *Store) recordChecked(sessions []string) {
 	checked := s.loadChecked()
+	changed := false
 	for _, name := range sessions {
-		if st, ok := s.proofStat(name); ok {
-			checked[name] = st
+		if st, ok := s.proofStat(name); ok && checked[name] != st {
+			checked[name], changed = st, true
 		}
+	}
+	if !changed {
+		return // a no-op sync writes nothing
 	}
 	if data, err := json.Marshal(checked); err == nil {
 		durable.WriteFile(filepath.Join(s.dir, proofsCheckedFile), data, 0o600)
