@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,19 +44,44 @@ var plain = map[string]string{
 	"outside/notes.txt":             "outside the project\n",
 }
 
+// fixtureRoot makes a directory that no write tree of the default
+// confinement covers: beside the package, or in the home directory when
+// the checkout itself lies under one (a clone in /tmp, as CI may make).
+func fixtureRoot(t *testing.T) string {
+	t.Helper()
+	env, err := confine.DefaultEnv(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{wd, env.Home} {
+		dir, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			continue
+		}
+		if slices.ContainsFunc(env.ToolWrite, func(w string) bool {
+			w, err := filepath.EvalSymlinks(w)
+			return err == nil && (dir == w || strings.HasPrefix(dir, w+string(filepath.Separator)))
+		}) {
+			continue
+		}
+		if root, err := os.MkdirTemp(dir, "docket-confine-fixture-"); err == nil {
+			return root
+		}
+	}
+	t.Skipf("no directory outside the confinement's writable trees (%v) to hold the fixtures: neither %s nor the home directory", env.ToolWrite, wd)
+	return ""
+}
+
 // fixture makes a home, a project and a directory beside them under a
 // directory that no write tree of the confinement covers (not under /tmp:
 // temporary directories are writable).
 func fixture(t *testing.T) (root, home, project string) {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err = os.MkdirTemp(wd, "fixture-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root = fixtureRoot(t)
 	t.Cleanup(func() { os.RemoveAll(root) })
 	for _, m := range []map[string]string{secrets, plain} {
 		for p, content := range m {
