@@ -315,7 +315,10 @@ func initMCP(s *store.Store, name, configPath string, serverCmd []string) (strin
 	}
 	msg := "kept " + name + " in " + rel(s.Project(), in.Config) + " (already runs through docket mcp)"
 	if in.Changed {
-		msg = "server " + name + " in " + rel(s.Project(), in.Config) + " now runs through docket mcp (a previous file is kept as .bak)"
+		msg = "server " + name + " in " + rel(s.Project(), in.Config) + " now runs through docket mcp"
+		if in.Backup != "" {
+			msg += " (the previous file is kept as " + rel(s.Project(), in.Backup) + ")"
+		}
 	}
 	if in.Trusted != "" {
 		msg += "; trusted Action::\"mcp__" + name + "\" in " + rel(s.Project(), in.Trusted)
