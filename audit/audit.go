@@ -16,6 +16,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/tessera/client"
 
+	"github.com/docketlog/docket/internal/plural"
 	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 )
@@ -177,7 +178,7 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	for _, id := range legacy {
 		is := &l.issuers[id]
 		out.add(Finding{Kind: KindUndecidedLegacy, Issuer: is.kid, Notice: true,
-			Message: fmt.Sprintf("issuer %s: %d logged receipts carry no issuer_sequence; omissions among them cannot be decided from the log", is.kid, is.legacy)})
+			Message: fmt.Sprintf("issuer %s: no issuer_sequence on %s; omissions among them cannot be decided from the log", is.kid, plural.Count(is.legacy, "logged receipt"))})
 	}
 	return finish(ctx, cfg, out.all())
 }
@@ -273,7 +274,7 @@ func compare(l *ledger, sel *selection, chains []Chain, ps *presentedSet, presen
 		r := f.records[0]
 		f.Message = fmt.Sprintf("log entry %d (session %q, sequence %d, %s) was not presented", r.Index, r.Session, r.Sequence, r.Hash)
 		if f.Count > 1 {
-			f.Message += fmt.Sprintf(", nor were the %d later logged receipts of the session", f.Count-1)
+			f.Message += fmt.Sprintf(", nor the session's %s", plural.Count(f.Count-1, "later logged receipt"))
 		}
 		out.add(*f)
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/docketlog/docket/internal/plural"
 )
 
 // Kinds of finding. Each is a violation (exit 1 in docket audit) unless the
@@ -136,8 +138,8 @@ func (l *findingList) all() []Finding {
 	out := l.list
 	for _, kind := range sortedKeys(l.more) {
 		m := *l.more[kind]
-		m.Message = fmt.Sprintf("%d more %s findings (%d log entries or receipts) are not listed: only the first %d of a kind are, with evidence; narrow the selection (-issuer, -session) to see them",
-			m.Count, kind, l.entries[kind], MaxPerKind)
+		m.Message = fmt.Sprintf("%s (%s or receipts) not listed: only the first %d of a kind are, with evidence; narrow the selection (-issuer, -session) to see them",
+			plural.Count(m.Count, "more "+kind+" finding"), plural.Count(l.entries[kind], "log entry"), MaxPerKind)
 		m.Count = l.entries[kind]
 		out = append(out, m)
 	}

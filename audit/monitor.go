@@ -19,6 +19,7 @@ import (
 
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/internal/durable"
+	"github.com/docketlog/docket/internal/plural"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -286,7 +287,7 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 	}
 	for _, kid := range unknownOrder {
 		f := unknown[kid]
-		f.Message = fmt.Sprintf("%d new log entries are signed by %s, which is not a known issuer; the first is entry %d", f.Count, kid, f.Index)
+		f.Message = fmt.Sprintf("%s signed by %s, which is not a known issuer; the first is entry %d", plural.Count(f.Count, "new log entry"), kid, f.Index)
 		out.add(*f)
 	}
 	for _, n := range moreUnknown {
@@ -340,7 +341,7 @@ func (m *Monitor) check(r *Record, sessions map[string]head, issuers map[string]
 				g := ih.Missing[0]
 				msg := fmt.Sprintf("issuer %s: issuer_sequence %s missing from the log, though its checkpoint at entry %d counts up to %d", r.Issuer, Gap{g[0], min(g[1], r.IssuerHighWater)}, r.Index, r.IssuerHighWater)
 				if n > 1 {
-					msg += fmt.Sprintf(", and %d more runs of numbers below it", n-1)
+					msg += fmt.Sprintf(", and %s of numbers below it", plural.Count(n-1, "more run"))
 				}
 				out = append(out, Finding{Kind: KindIssuerSequenceGap, Issuer: r.Issuer, Sequence: g[0], Index: r.Index, Message: msg, records: []*Record{r}})
 			}

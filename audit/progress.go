@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/docketlog/docket/internal/plural"
 )
 
 // progress prints catch-up progress to a terminal, at most once a second:
@@ -46,8 +48,8 @@ func (p *progress) print(now time.Time) {
 		findings = p.findings()
 	}
 	pct := 100 * float64(p.from+p.n) / float64(max(p.to, 1))
-	fmt.Fprintf(p.w, "\rdocket: %d/%d entries read (%.0f%%), %d verified, %d findings, %.0f/s, %s left   ",
-		p.from+p.n, p.to, pct, p.n-p.bad, findings, rate, left.Round(time.Second))
+	fmt.Fprintf(p.w, "\rdocket: %d/%d entries read (%.0f%%), %d verified, %s, %.0f/s, %s left   ",
+		p.from+p.n, p.to, pct, p.n-p.bad, plural.Count(findings, "finding"), rate, left.Round(time.Second))
 }
 
 func (p *progress) done() {

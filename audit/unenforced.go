@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/docketlog/docket/internal/plural"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -60,7 +61,7 @@ func (l *ledger) unenforcedFindings(s *selection, out *findingList) {
 		session, seq := l.sessions[k.session].name, l.recs[t.first].seq
 		out.add(Finding{Kind: KindUnenforced, Notice: true, Issuer: l.issuers[k.issuer].kid, Session: session, Sequence: seq,
 			Index: t.first, Count: t.n,
-			Message: fmt.Sprintf("session %q: %d decisions not enforced (observe mode: %s answered as allow), first at sequence %d; the policy would have stopped these calls",
-				session, t.n, strings.Join(parts, ", "), seq)})
+			Message: fmt.Sprintf("session %q: %s not enforced (observe mode: %s answered as allow), first at sequence %d; the policy would have stopped these calls",
+				session, plural.Count(t.n, "decision"), strings.Join(parts, ", "), seq)})
 	}
 }

@@ -207,7 +207,7 @@ func TestSessionPage(t *testing.T) {
 		}
 	}
 	home := get(t, srv.URL+"/", 200)
-	for _, want := range []string{"1 tool calls without a decision receipt", "1 decisions not enforced"} {
+	for _, want := range []string{"1 tool call without a decision receipt", "1 decision not enforced"} {
 		if !strings.Contains(home, want) {
 			t.Errorf("home page findings lack %q", want)
 		}
@@ -466,7 +466,7 @@ func TestFailuresAre502WithoutPaths(t *testing.T) {
 			t.Errorf("GET %s shows the storage path:\n%s", path, b)
 		}
 	}
-	page("/", 200, "1 entries the log should have refused")
+	page("/", 200, "1 entry the log should have refused")
 	page("/entry/0", 200, `class="ok" id="signature"`)
 	page("/entry/1", 502, `class="bad" id="signature"`)
 

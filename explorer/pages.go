@@ -12,6 +12,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/docketlog/docket/audit"
+	"github.com/docketlog/docket/internal/plural"
 )
 
 // Limits on what one page lists.
@@ -1313,6 +1315,14 @@ var styleCSS string
 // package (through docketcmd) and must not pay for it.
 var pages = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("").Funcs(template.FuncMap{
+		// count writes "1 entry", "2 entries" for any integer field.
+		"count": func(n any, noun string) string {
+			v := reflect.ValueOf(n)
+			if v.CanUint() {
+				return plural.Count(v.Uint(), noun)
+			}
+			return plural.Count(v.Int(), noun)
+		},
 		"short": func(s string) string {
 			if len(s) > 24 {
 				return s[:24] + "…"

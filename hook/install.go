@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -279,6 +280,47 @@ func matcherCovers(matcher, tool string) bool {
 		}
 	}
 	return false
+}
+
+// DefaultCommand is the docket command docket init writes into an agent's
+// settings for the binary at exe: "docket" when the docket found on PATH is
+// that very binary, so that the settings file, which a team commits, runs on
+// every machine that has docket on its PATH; the quoted absolute path
+// otherwise, which works here (doctor warns about it: HookProgram).
+func DefaultCommand(exe string) string {
+	if p, err := exec.LookPath("docket"); err == nil {
+		a, errA := os.Stat(p)
+		b, errB := os.Stat(exe)
+		if errA == nil && errB == nil && os.SameFile(a, b) {
+			return "docket"
+		}
+	}
+	return ShellQuote(exe)
+}
+
+// HookProgram returns the program a hook command line runs: its first
+// word, unquoted when DefaultCommand quoted it.
+func HookProgram(cmd string) string {
+	cmd = strings.TrimSpace(cmd)
+	if rest, ok := strings.CutPrefix(cmd, "'"); ok {
+		var b strings.Builder
+		for {
+			i := strings.Index(rest, "'")
+			if i < 0 {
+				return b.String() + rest
+			}
+			b.WriteString(rest[:i])
+			rest = rest[i+1:]
+			if r, ok := strings.CutPrefix(rest, `\''`); ok {
+				b.WriteByte('\'')
+				rest = r
+				continue
+			}
+			return b.String()
+		}
+	}
+	prog, _, _ := strings.Cut(cmd, " ")
+	return prog
 }
 
 // ShellQuote quotes s for sh when it needs quoting.

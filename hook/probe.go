@@ -147,6 +147,10 @@ func CheckAgent(ctx context.Context, project string, agent Agent) []Check {
 		checks = append(checks, Check{Name: fmt.Sprintf("%s runs project hooks", agent), Err: CheckTrust(agent, project, os.Getenv)})
 	}
 	for _, h := range pre {
+		if prog := HookProgram(h.Command); filepath.IsAbs(prog) {
+			checks = append(checks, Check{Name: fmt.Sprintf("%s hook command", agent), Warning: true,
+				Err: fmt.Errorf("%s runs %s by its absolute path: once %s is committed, a teammate whose docket is elsewhere gets a hook that cannot start, which the agent reads as \"run the call\"; put docket on PATH and run docket init -agent %s -command docket", name, prog, name, agent)})
+		}
 		checks = append(checks, Check{Name: fmt.Sprintf("%s %s hook %s", agent, agent.PreEvent(), h.Command),
 			Err: Probe(ctx, project, agent, h), Detail: ": blocks a denied call (exit 2)"})
 	}

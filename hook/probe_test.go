@@ -60,14 +60,19 @@ func TestCheckAgent(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "docket")
 	os.WriteFile(bin, []byte("#!/bin/sh\necho denied >&2; exit 2\n"), 0o755)
 	os.WriteFile(filepath.Join(project, name), []byte(`{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"`+bin+` hook pre"}]}]}}`), 0o644)
-	warnings := 0
+	warnings, absolute := 0, 0
 	for _, c := range CheckAgent(t.Context(), project, Claude) {
 		switch {
+		case c.Warning && strings.Contains(c.Err.Error(), "runs "+bin+" by its absolute path"):
+			absolute++
 		case c.Warning:
 			warnings++
 		case c.Err != nil:
 			t.Errorf("CheckAgent(pre only): %s: %v, want it passed", c.Name, c.Err)
 		}
+	}
+	if absolute != 1 {
+		t.Errorf("CheckAgent(pre hook %s) absolute-path warnings = %d, want 1", bin, absolute)
 	}
 	if warnings != 6 {
 		t.Errorf("CheckAgent(pre only) warnings = %d, want 6 (post, post-failure, session start and end, stop, subagent stop)", warnings)

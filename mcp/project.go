@@ -46,8 +46,11 @@ func DesktopConfig() (string, error) {
 type Installed struct {
 	// Config is the MCP client configuration Install rewrote or kept.
 	Config string
-	// Changed: the entry was rewritten (the previous file kept as .bak).
+	// Changed: the entry was rewritten.
 	Changed bool
+	// Backup is where the previous content of Config was kept when a
+	// rewrite replaced a file; "" when there was none to keep.
+	Backup string
 	// Trusted is the policy file in which the server was trusted, "" when
 	// it was not.
 	Trusted string
@@ -74,8 +77,12 @@ func Install(st *store.Store, name, config, docket string, serverCmd []string) (
 		}
 	}
 	in := Installed{Config: config}
+	fi, statErr := os.Stat(config)
 	if in.Changed, err = InstallClient(config, name, docket, []string{"-dir", st.Project()}, serverCmd); err != nil {
 		return in, err
+	}
+	if in.Changed && statErr == nil && fi.Size() > 0 {
+		in.Backup = config + ".bak"
 	}
 	src, err := st.ReadPolicyFile(policy.DefaultName)
 	if err != nil {

@@ -367,13 +367,20 @@ type Summary struct {
 	Forbids  int      `json:"forbids"`
 	Ask      []string `json:"ask,omitempty"` // forbids annotated @on_deny("ask")
 	// UndeclaredActions lists actions the policies name that the schema does
-	// not declare; they are treated as tools. A typo in a tool name shows up here.
+	// not declare; they are treated as tools. A typo in a tool name shows up
+	// here. MCP actions (mcp__SERVER, mcp__SERVER__TOOL) are not listed: a
+	// server's name is the user's to choose, and naming one declares it.
 	UndeclaredActions []string `json:"undeclared_actions,omitempty"`
 }
 
 // Check summarizes the loaded policy set. Loading already validated it.
 func (e *Engine) Check() Summary {
-	s := Summary{Digest: e.digest, Policies: slices.Clone(e.ids), UndeclaredActions: slices.Clone(e.extra)}
+	s := Summary{Digest: e.digest, Policies: slices.Clone(e.ids)}
+	for _, a := range e.extra {
+		if _, _, isMCP := splitMCP(a); !isMCP {
+			s.UndeclaredActions = append(s.UndeclaredActions, a)
+		}
+	}
 	for _, f := range e.files {
 		s.Files = append(s.Files, f.Name)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -554,6 +555,21 @@ func TestLoadDir(t *testing.T) {
 	}
 	if _, err := LoadDir(t.TempDir()); err == nil {
 		t.Errorf("LoadDir(empty) = nil error, want error")
+	}
+}
+
+func TestCheckUndeclaredActions(t *testing.T) {
+	src := `@id("a")
+permit (principal, action in [Action::"mcp__notes", Action::"mcp__other__save"], resource);
+@id("b")
+permit (principal, action == Action::"Bahs", resource);`
+	e, err := Load(File{Name: "p.cedar", Data: []byte(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// init -mcp writes the mcp__NAME line: it is not a typo to warn about.
+	if got := e.Check().UndeclaredActions; !slices.Equal(got, []string{"Bahs"}) {
+		t.Errorf("Check().UndeclaredActions = %v, want [Bahs]", got)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/docketlog/docket/audit"
 	"github.com/docketlog/docket/bundle"
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/plural"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
@@ -67,7 +68,8 @@ Options:
     -issuer KID           compare only this issuer's receipts (repeatable;
                           default: the issuers of the presented receipts)
     -session ID           compare only this session (repeatable)
-    -evidence DIR         where evidence files go (default: a new temporary directory)
+    -evidence DIR         where evidence files go (default: a new temporary
+                          directory, removed if no finding needs it)
     -state DIR            keep what was read of the log in DIR: the next audit
                           with the same DIR proves the log consistent with it and
                           reads and verifies only the entries added since
@@ -189,10 +191,13 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		return 2
 	}
 	if *evidence == "" {
+		// A directory of its own, removed again if no finding needed
+		// evidence: os.Remove leaves a directory that holds files.
 		if *evidence, err = os.MkdirTemp("", "docket-evidence-"); err != nil {
 			errorf(stderr, "audit: %v", err)
 			return 2
 		}
+		defer os.Remove(*evidence)
 	}
 	// What an audit keeps is a ledger of records without pointers, which a
 	// collection does not scan: collecting at half the live heap's growth
@@ -224,7 +229,7 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if !*asJSON {
 		fmt.Fprint(stdout, audit.Report(findings))
 	}
-	fmt.Fprintf(stderr, "docket: audited %d presented receipts in %d chains against the log of size %d: %d findings\n", presented.Load(), len(chains), cp.Size, violations)
+	fmt.Fprintf(stderr, "docket: audited %s in %s against the log of size %d: %s\n", plural.Count(presented.Load(), "presented receipt"), plural.Count(len(chains), "chain"), cp.Size, plural.Count(violations, "finding"))
 	if violations > 0 {
 		return 1
 	}
@@ -400,11 +405,11 @@ func runVerifyIndex(_ context.Context, args []string, _ io.Reader, stdout, stder
 		errorf(stderr, "verify-index: %v", err)
 		return 2
 	}
-	fmt.Fprintf(stdout, "%d entries verified; issuer_sequence complete up to %d; the issuer's latest checkpoint counts %d; %d without issuer_sequence\n",
-		s.Entries, s.Complete, s.HighWater, s.Legacy)
+	fmt.Fprintf(stdout, "%s verified; issuer_sequence complete up to %d; the issuer's latest checkpoint counts %d; %d without issuer_sequence\n",
+		plural.Count(s.Entries, "entry"), s.Complete, s.HighWater, s.Legacy)
 	if len(s.Gaps) > 0 {
 		// One line per run of missing numbers, however long.
-		fmt.Fprintf(stdout, "missing issuer_sequence: %d runs\n", len(s.Gaps))
+		fmt.Fprintf(stdout, "missing issuer_sequence: %s\n", plural.Count(len(s.Gaps), "run"))
 		for _, g := range s.Gaps {
 			fmt.Fprintf(stdout, "    %s\n", g)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/plural"
 	"github.com/docketlog/docket/logclient"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
@@ -110,12 +111,12 @@ func doctorLastSync(s *store.Store, w io.Writer) bool {
 		if fix == "" {
 			fix = "run docket sync and read its error"
 		}
-		return r.fail("last sync", fmt.Sprintf("%s%s failed: %s (%d receipts left pending)", ago(last.Time), bgWord(last.Background), last.Error, last.Pending), fix)
+		return r.fail("last sync", fmt.Sprintf("%s%s failed: %s (%s left pending)", ago(last.Time), bgWord(last.Background), last.Error, plural.Count(last.Pending, "receipt")), fix)
 	case last.Rejected > 0:
-		return r.fail("last sync", fmt.Sprintf("%s%s: the log refused %d receipts for good", ago(last.Time), bgWord(last.Background), last.Rejected),
+		return r.fail("last sync", fmt.Sprintf("%s%s: the log refused %s for good", ago(last.Time), bgWord(last.Background), plural.Count(last.Rejected, "receipt")),
 			"run docket sync and read why; docket repair SESSION moves a damaged chain tail aside")
 	default:
-		r.ok("last sync", fmt.Sprintf("%s%s: %d proofs stored, %d pending", ago(last.Time), bgWord(last.Background), last.Stored, last.Pending))
+		r.ok("last sync", fmt.Sprintf("%s%s: %s stored, %d pending", ago(last.Time), bgWord(last.Background), plural.Count(last.Stored, "proof"), last.Pending))
 	}
 	return true
 }
@@ -125,7 +126,7 @@ func doctorLastSync(s *store.Store, w io.Writer) bool {
 func doctorPending(s *store.Store, w io.Writer) bool {
 	r := doctorReport{w}
 	if damaged, err := s.Damaged(); err == nil && len(damaged) > 0 {
-		r.warn("chain tails", fmt.Sprintf("%d torn or damaged tails were moved aside: %s", len(damaged), strings.Join(damaged, ", ")),
+		r.warn("chain tails", fmt.Sprintf("%s moved aside: %s", plural.Count(len(damaged), "torn or damaged tail"), strings.Join(damaged, ", ")),
 			"inspect them; they are not part of any chain (docket show SESSION says what the chain holds)")
 	}
 	pend, _, err := s.Pending(store.Cursor{})

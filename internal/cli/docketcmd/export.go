@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/docketlog/docket/bundle"
+	"github.com/docketlog/docket/internal/plural"
 	"github.com/docketlog/docket/store"
 )
 
@@ -63,7 +64,7 @@ func runExport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		errorf(stderr, "export: %v", err)
 		return 2
 	}
-	fmt.Fprintf(stdout, "docket: exported %d sessions to %s\n", n, *out)
+	fmt.Fprintf(stdout, "docket: exported %s to %s\n", plural.Count(n, "session"), *out)
 	return 0
 }
 

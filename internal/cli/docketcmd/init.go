@@ -69,7 +69,8 @@ Options:
                            cannot confirm a guess of a short input; the salts
                            stay in the journal (turned on with it), and docket
                            disclose reveals one call's (docs/audit.md)
-    -command CMD           the docket command hooks run (default: this binary)
+    -command CMD           the docket command hooks run (default: "docket" when the
+                           docket on PATH is this binary, else its absolute path)
     -mcp NAME              run MCP server NAME through docket mcp: rewrite its entry in
                            the MCP client config (the command after --, or the one
                            configured) and trust NAME in the default policy
@@ -148,7 +149,7 @@ func runInit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			hintf(stderr, "pass -command with the absolute path of docket")
 			return 2
 		}
-		*command = hook.ShellQuote(exe)
+		*command = hook.DefaultCommand(exe)
 	}
 
 	steps := []func() (string, error){
@@ -315,7 +316,10 @@ func initMCP(s *store.Store, name, configPath string, serverCmd []string) (strin
 	}
 	msg := "kept " + name + " in " + rel(s.Project(), in.Config) + " (already runs through docket mcp)"
 	if in.Changed {
-		msg = "server " + name + " in " + rel(s.Project(), in.Config) + " now runs through docket mcp (a previous file is kept as .bak)"
+		msg = "server " + name + " in " + rel(s.Project(), in.Config) + " now runs through docket mcp"
+		if in.Backup != "" {
+			msg += " (the previous file is kept as " + rel(s.Project(), in.Backup) + ")"
+		}
 	}
 	if in.Trusted != "" {
 		msg += "; trusted Action::\"mcp__" + name + "\" in " + rel(s.Project(), in.Trusted)

@@ -2,14 +2,17 @@ package docketcmd
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/docketlog/docket/audit"
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/plural"
 )
 
 const monitorUsage = `Usage:
@@ -41,6 +44,10 @@ Options:
     -alert-deny       a notice for every logged deny decision
     -exec CMD         run "sh -c CMD" per alert with DOCKET_ALERT_KIND,
                       DOCKET_ALERT_MESSAGE and DOCKET_EVIDENCE set
+
+With -once and no alert, one line on stderr says what was checked: the
+checkpoint's size, the size it is consistent with, how many new entries were
+read and how many witnesses compared.
 
 Exit status: 0 no alert (with -once) or stopped by a signal, 1 some alert
 (other than a notice), 2 the log could not be read or verified.
@@ -88,6 +95,7 @@ func runMonitor(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	code := 0
 	for {
+		before := m.Size()
 		alerts, err := m.Poll(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -104,6 +112,9 @@ func runMonitor(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 			}
 		}
 		if *once {
+			if err == nil && code == 0 {
+				fmt.Fprintln(stderr, onceSummary(before, m.Size(), len(witnesses), len(alerts)))
+			}
 			return code
 		}
 		select {
@@ -127,4 +138,20 @@ func policyWitnessURLs(p *c2sp.Policy) []string {
 		}
 	}
 	return urls
+}
+
+// onceSummary is the line monitor -once prints when it raised no alert: what
+// it checked, so that silence is never the only sign of success.
+func onceSummary(before, size uint64, witnesses, notices int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "docket: monitor: no alert: the log's checkpoint of size %d verifies", size)
+	if before > 0 {
+		fmt.Fprintf(&b, " and is consistent with size %d", before)
+	}
+	fmt.Fprintf(&b, "; %s read and checked", plural.Count(size-min(before, size), "new entry"))
+	fmt.Fprintf(&b, "; %s compared", plural.Count(witnesses, "witness"))
+	if notices > 0 {
+		fmt.Fprintf(&b, "; %s", plural.Count(notices, "notice"))
+	}
+	return b.String()
 }

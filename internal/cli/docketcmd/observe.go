@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/docketlog/docket/hook"
+	"github.com/docketlog/docket/internal/plural"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/policy/suggest"
 	"github.com/docketlog/docket/receipts"
@@ -101,8 +102,8 @@ func runPolicySuggest(ctx context.Context, args []string, stdout, stderr io.Writ
 		errorf(stderr, "policy suggest: %v", err)
 		return 2
 	}
-	fmt.Fprintf(stderr, "docket: drafted %d permits from %d observed decisions (%d would be allowed); %d kinds not suggested, see the comments\n",
-		res.Permits, res.Observed, res.Allowed, len(res.Refused))
+	fmt.Fprintf(stderr, "docket: drafted %s from %s (%d would be allowed); %s not suggested, see the comments\n",
+		plural.Count(res.Permits, "permit"), plural.Count(res.Observed, "observed decision"), res.Allowed, plural.Count(len(res.Refused), "kind"))
 	if cfg, err := s.Config(); err == nil && !cfg.Journal {
 		hintf(stderr, "the journal is off, so no call's input is known: docket init -journal keeps the inputs suggest drafts from")
 	} else if err == nil && !cfg.Observe && !*all && res.Observed == 0 {

@@ -182,7 +182,7 @@ func TestIssuerSequence2To50DoesNotHangReaders(t *testing.T) {
 		file := filepath.Join(dir, "index.json")
 		os.WriteFile(file, []byte(index), 0o644)
 		code, out, errs := runDocket(t, "", "verify-index", "-log-key", vkey, file)
-		if code != 1 || !strings.Contains(out, "missing issuer_sequence: 1 runs\n    2-1125899906842623\n") {
+		if code != 1 || !strings.Contains(out, "missing issuer_sequence: 1 run\n    2-1125899906842623\n") {
 			t.Fatalf("docket verify-index = %d, want 1 and one run:\n%s%s", code, out, errs)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/docketlog/docket/internal/plural"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
 )
@@ -204,7 +205,7 @@ func printStatus(w io.Writer, st projectStatus) {
 	case ls.Error != "":
 		fmt.Fprintf(w, "last sync  %s%s: FAILED: %s (%d pending)\n           fix: %s\n", ago(ls.Time), bgWord(ls.Background), ls.Error, ls.Pending, ls.Fix)
 	default:
-		fmt.Fprintf(w, "last sync  %s%s: ok, %d proofs stored, %d pending\n", ago(ls.Time), bgWord(ls.Background), ls.Stored, ls.Pending)
+		fmt.Fprintf(w, "last sync  %s%s: ok, %s stored, %d pending\n", ago(ls.Time), bgWord(ls.Background), plural.Count(ls.Stored, "proof"), ls.Pending)
 	}
 	for _, d := range st.Damaged {
 		fmt.Fprintf(w, "damaged    %s: a chain's torn or damaged tail, kept for inspection\n", d)

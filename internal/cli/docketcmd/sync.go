@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/hook"
+	"github.com/docketlog/docket/internal/plural"
 	"github.com/docketlog/docket/store"
 )
 
@@ -106,7 +107,7 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	if tty {
 		opts.Progress = func(stored, pending int) {
-			fmt.Fprintf(stderr, "docket: sync: %d proofs stored, %d pending\n", stored, pending)
+			fmt.Fprintf(stderr, "docket: sync: %s stored, %d pending\n", plural.Count(stored, "proof"), pending)
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -118,7 +119,7 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if n, err := hook.DrainSpool(st, home); err != nil {
 		warnf(stderr, "spooled events: %v", err)
 	} else if n > 0 {
-		fmt.Fprintf(stdout, "receipted %d spooled events\n", n)
+		fmt.Fprintf(stdout, "receipted %s\n", plural.Count(n, "spooled event"))
 	}
 	// The outcome is recorded in the sync log under the sync lock.
 	var rec store.SyncRecord
@@ -129,10 +130,10 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	res, err := st.Sync(ctx, opts)
 	if res.Damaged > 0 {
-		warnf(stderr, "%d stored proofs did not verify (damaged on disk); fetched %d again from the log", res.Damaged, res.Refetched)
+		warnf(stderr, "%s did not verify (damaged on disk); fetched %d again from the log", plural.Count(res.Damaged, "stored proof"), res.Refetched)
 	}
 	if res.Stored > 0 {
-		fmt.Fprintf(stdout, "stored %d proofs\n", res.Stored)
+		fmt.Fprintf(stdout, "stored %s\n", plural.Count(res.Stored, "proof"))
 	}
 	if res.Checkpoint > 0 {
 		fmt.Fprintf(stdout, "logged an issuer checkpoint: every receipt up to issuer_sequence %d is in the log\n", res.Checkpoint)

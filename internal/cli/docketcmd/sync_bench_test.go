@@ -108,7 +108,7 @@ func BenchmarkSync(b *testing.B) {
 			// Issuer checkpoints are due every 5 minutes: not within a run.
 			out := r.p.sync(b, r.bin, r.dir, "-checkpoint-every", "1h")
 			r.took = append(r.took, time.Since(start))
-			if want := map[bool]string{false: "nothing pending", true: "stored 1 proofs"}[r.one]; !strings.Contains(out, want) {
+			if want := map[bool]string{false: "nothing pending", true: "stored 1 proof\n"}[r.one]; !strings.Contains(out, want) {
 				b.Fatalf("%s: docket sync = %q, want %q", r.name, out, want)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/docketlog/docket/internal/plural"
 	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
@@ -99,8 +100,8 @@ func runExportTrace(ctx context.Context, args []string, _ io.Reader, stdout, std
 		}
 		return 2
 	}
-	fmt.Fprintf(stdout, "docket: wrote the TRACE record of session %s (%d calls, appraisal %s) to %s\n",
-		*session, *rec.ToolTranscript.CallCount, rec.Appraisal.Status, filepath.Join(*out, trace.RecordFile))
+	fmt.Fprintf(stdout, "docket: wrote the TRACE record of session %s (%s, appraisal %s) to %s\n",
+		*session, plural.Count(*rec.ToolTranscript.CallCount, "call"), rec.Appraisal.Status, filepath.Join(*out, trace.RecordFile))
 	return 0
 }
 

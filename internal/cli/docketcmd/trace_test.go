@@ -58,7 +58,7 @@ func TestVerifyTraceVectors(t *testing.T) {
 func TestExportTraceWithoutLog(t *testing.T) {
 	project := traceSession(t, "s2")
 	code, out, errs := runDocket(t, "", "export", "trace", "-session", "s2", "-o", "rec", "-subject", "spiffe://example.org/agent", "-data-class", "internal")
-	if code != 0 || !strings.Contains(out, "(1 calls, appraisal none)") || !strings.Contains(errs, "has no log proof yet") {
+	if code != 0 || !strings.Contains(out, "(1 call, appraisal none)") || !strings.Contains(errs, "has no log proof yet") {
 		t.Fatalf("docket export trace = %d, %q, %q; want 0, appraisal none, a warning about the proof", code, out, errs)
 	}
 	var rec struct {

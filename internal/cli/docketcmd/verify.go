@@ -16,6 +16,7 @@ import (
 
 	"github.com/docketlog/docket/bundle"
 	"github.com/docketlog/docket/c2sp"
+	"github.com/docketlog/docket/internal/plural"
 	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
@@ -447,7 +448,7 @@ func report(w io.Writer, files []fileResult, asJSON, strict bool) int {
 			continue
 		}
 		if noKey > 0 {
-			fmt.Fprintf(w, "%s: %d receipts: undecidable: %s: no trusted key for their kid (give -key, -jwks or -key-file)\n", f.name, noKey, receipts.CauseNoTrustedKey)
+			fmt.Fprintf(w, "%s: %s: undecidable: %s: no trusted key for their kid (give -key, -jwks or -key-file)\n", f.name, plural.Count(noKey, "receipt"), receipts.CauseNoTrustedKey)
 		}
 		status := "valid"
 		switch {
@@ -461,7 +462,7 @@ func report(w io.Writer, files []fileResult, asJSON, strict bool) int {
 			note = fmt.Sprintf(" (%d accepted under a legacy convention)", legacy)
 		}
 		if n := reportUnmediated(w, f); n > 0 {
-			note += fmt.Sprintf(", %d unmediated calls (tool calls in the agent's record the gate never decided)", n)
+			note += fmt.Sprintf(", %s (tool calls in the agent's record the gate never decided)", plural.Count(n, "unmediated call"))
 		}
 		if len(f.lines) > 1 && !sessionEnded(f.lines[len(f.lines)-1]) {
 			note += ", open: no session_end (a chain alone cannot show it was not cut short)"
@@ -475,8 +476,8 @@ func report(w io.Writer, files []fileResult, asJSON, strict bool) int {
 			}
 			note += fmt.Sprintf(", %d proven in the log", logged)
 		}
-		fmt.Fprintf(w, "%s: %s: %d receipts, %d valid, %d invalid, %d undecidable%s\n",
-			filepath.ToSlash(f.name), status, len(f.results), counts[receipts.Valid], counts[receipts.Invalid], counts[receipts.Undecidable], note)
+		fmt.Fprintf(w, "%s: %s: %s, %d valid, %d invalid, %d undecidable%s\n",
+			filepath.ToSlash(f.name), status, plural.Count(len(f.results), "receipt"), counts[receipts.Valid], counts[receipts.Invalid], counts[receipts.Undecidable], note)
 	}
 	switch {
 	case invalid > 0:

@@ -55,7 +55,7 @@ func TestVerifyExitCodes(t *testing.T) {
 		contains string
 	}{
 		{"valid chain", []string{good}, keys, 0, "valid: 5 receipts"},
-		{"valid single", []string{single}, keys, 0, "valid: 1 receipts"},
+		{"valid single", []string{single}, keys, 0, "valid: 1 receipt,"},
 		{"open session", []string{open}, keys, 0, "valid: 3 receipts, 3 valid, 0 invalid, 0 undecidable, open: no session_end"},
 		{"tampered chain", []string{bad}, keys, 1, "receipt 2: invalid: bad_signature"},
 		{"no key", []string{good}, nil, 2, "no_trusted_key"},

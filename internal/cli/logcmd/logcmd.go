@@ -167,9 +167,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	// Tessera logs through klog and the default slog logger: route both here.
+	// Tessera logs through klog and the default slog logger: route both
+	// here, its checkpoint publisher's repeated failures summarised.
 	slog.SetDefault(logger)
-	klog.SetSlogLogger(logger)
+	klog.SetSlogLogger(slog.New(log.RepeatsHandler(logger.Handler())))
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "docket-log: error: "+format+"\n", args...)
 		return 1
