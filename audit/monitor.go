@@ -362,6 +362,7 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 		}
 		part := *next
 		part.Checkpoint, part.Size, part.Partial = string(raw), cp.Size, stop
+		part.Grew, part.Stale = time.Now(), false // the log grew to cp
 		part.Range, part.Sessions, part.Issuers = rng.Hashes(), sessions, issuers
 		if _, err := m.commit(ctx, a, raw, cp.Size, &part); err != nil {
 			return nil, false, err
