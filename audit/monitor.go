@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +17,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/docketlog/docket/c2sp"
 	"github.com/docketlog/docket/internal/durable"
@@ -56,8 +61,15 @@ type MonitorConfig struct {
 	// Progress, if set, receives catch-up progress (entries/s, ETA); pass a
 	// terminal only.
 	Progress io.Writer
-	Logger   *slog.Logger
+	// CommitEvery is how many entries a catch-up reads between part-way
+	// commits of its state (rounded up to whole entry bundles; 0:
+	// DefaultCommitEvery), so an interrupted catch-up resumes where it was.
+	CommitEvery uint64
+	Logger      *slog.Logger
 }
+
+// DefaultCommitEvery is MonitorConfig.CommitEvery's default: 256 bundles.
+const DefaultCommitEvery = 1 << 16
 
 // A Monitor follows one log: each Poll verifies the new checkpoint (log
 // signature, witness quorum, consistency with the last one it verified),
@@ -70,16 +82,22 @@ type MonitorConfig struct {
 type Monitor struct {
 	cfg MonitorConfig
 	st  monitorState
+	// done holds the alerts a Poll has written with a part-way commit.
+	done []Finding
 }
 
 type monitorState struct {
-	Checkpoint string            `json:"checkpoint,omitempty"`
-	Size       uint64            `json:"size"`
-	Range      [][]byte          `json:"range,omitempty"`
-	Sessions   map[string]head   `json:"sessions,omitempty"` // issuer + " " + session
-	Issuers    map[string]*ihead `json:"issuers,omitempty"`
-	Grew       time.Time         `json:"grew"`
-	Stale      bool              `json:"stale_alerted,omitempty"`
+	Checkpoint string `json:"checkpoint,omitempty"`
+	Size       uint64 `json:"size"`
+	// Partial, when not 0, is how many entries of Checkpoint's tree a
+	// catch-up has read and checked (Range, Sessions and Issuers are of
+	// that prefix); the entries [Partial, Size) are still to be read.
+	Partial  uint64            `json:"partial,omitempty"`
+	Range    [][]byte          `json:"range,omitempty"`
+	Sessions map[string]head   `json:"sessions,omitempty"` // issuer + " " + session
+	Issuers  map[string]*ihead `json:"issuers,omitempty"`
+	Grew     time.Time         `json:"grew"`
+	Stale    bool              `json:"stale_alerted,omitempty"`
 }
 
 // head is what the monitor keeps of a session: the sequence numbers seen,
@@ -142,6 +160,13 @@ func NewMonitor(cfg MonitorConfig) (*Monitor, error) {
 		m.st.Sessions = make(map[string]head)
 		m.st.Issuers = make(map[string]*ihead)
 	}
+	if m.st.Partial >= m.st.Size && m.st.Partial != 0 {
+		return nil, fmt.Errorf("monitor state %s: part-way size %d is not below the checkpoint's %d", m.statePath(), m.st.Partial, m.st.Size)
+	}
+	if m.cfg.CommitEvery == 0 {
+		m.cfg.CommitEvery = DefaultCommitEvery
+	}
+	m.cfg.CommitEvery = (m.cfg.CommitEvery + 255) / 256 * 256
 	return m, nil
 }
 
@@ -150,10 +175,29 @@ func (m *Monitor) statePath() string { return filepath.Join(m.cfg.StateDir, "sta
 // Size returns the size of the last verified checkpoint.
 func (m *Monitor) Size() uint64 { return m.st.Size }
 
+// Read returns how many entries of the log the monitor has read and
+// checked: Size, or less while a catch-up is part-way.
+func (m *Monitor) Read() uint64 {
+	if m.st.Partial != 0 {
+		return m.st.Partial
+	}
+	return m.st.Size
+}
+
 // Poll runs one round and returns its alerts. An error means the round
 // could not be completed (the log or a checkpoint could not be read or
-// verified); the state is then unchanged.
+// verified); the state is then unchanged but for the part-way commits of a
+// catch-up, whose alerts are returned with the error.
 func (m *Monitor) Poll(ctx context.Context) ([]Finding, error) {
+	m.done = nil
+	fs, err := m.poll(ctx)
+	if err != nil {
+		return m.done, err
+	}
+	return append(m.done, fs...), nil
+}
+
+func (m *Monitor) poll(ctx context.Context) ([]Finding, error) {
 	raw, err := m.cfg.Fetcher.ReadCheckpoint(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading checkpoint: %w", err)
@@ -166,14 +210,6 @@ func (m *Monitor) Poll(ctx context.Context) ([]Finding, error) {
 	next := m.st // copied; maps are shared but only written on success paths below
 	switch {
 	case m.st.Checkpoint == "" || cp.Size > m.st.Size:
-		a, ok, err := m.grow(ctx, raw, cp, &next)
-		if err != nil {
-			return nil, err
-		}
-		alerts = append(alerts, a...)
-		if !ok {
-			return m.commit(ctx, alerts, raw, cp.Size, nil)
-		}
 	case cp.Size == m.st.Size && !bytes.Equal(raw, []byte(m.st.Checkpoint)):
 		var ie *c2sp.InconsistencyError
 		if err := m.cfg.Verifier.CheckConsistency([]byte(m.st.Checkpoint), raw, nil); errors.As(err, &ie) {
@@ -188,7 +224,19 @@ func (m *Monitor) Poll(ctx context.Context) ([]Finding, error) {
 			&Evidence{Kind: KindFork, Checkpoints: []string{m.st.Checkpoint, string(raw)}}))
 		return m.commit(ctx, alerts, raw, cp.Size, nil)
 	}
-	if cp.Size > m.st.Size || m.st.Checkpoint == "" {
+	grew := cp.Size > m.st.Size || m.st.Checkpoint == ""
+	if grew || m.st.Partial != 0 {
+		a, ok, err := m.grow(ctx, raw, cp, &next)
+		if err != nil {
+			return nil, err
+		}
+		alerts = append(alerts, a...)
+		if !ok {
+			return m.commit(ctx, alerts, raw, cp.Size, nil)
+		}
+		next.Partial = 0
+	}
+	if grew {
 		next.Grew, next.Stale = time.Now(), false
 	} else if m.cfg.Stale > 0 && !m.st.Grew.IsZero() && time.Since(m.st.Grew) > m.cfg.Stale && !m.st.Stale {
 		alerts = append(alerts, Finding{Kind: KindStaleLog, Message: fmt.Sprintf("the log has not grown past size %d since %s", cp.Size, m.st.Grew.UTC().Format(time.RFC3339))})
@@ -203,7 +251,7 @@ func (m *Monitor) Poll(ctx context.Context) ([]Finding, error) {
 // the new entries. ok is false when the growth itself is a finding (a fork
 // or a root mismatch): the new entries are then not taken in.
 func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, next *monitorState) (alerts []Finding, ok bool, err error) {
-	if m.st.Size > 0 {
+	if m.st.Size > 0 && cp.Size > m.st.Size {
 		pb, err := NewProofBuilder(ctx, m.cfg.Fetcher, cp.Size)
 		if err != nil {
 			return nil, false, err
@@ -229,20 +277,16 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 			return nil, false, fmt.Errorf("monitor state %s: %w", m.statePath(), err)
 		}
 	}
-	rng, err := RestoreRange(m.st.Size, m.st.Range)
+	rng, err := RestoreRange(m.Read(), m.st.Range)
 	if err != nil {
 		return nil, false, fmt.Errorf("monitor state: %w", err)
 	}
-	progress := newProgress(m.cfg.Progress, m.st.Size, cp.Size)
+	progress := newProgress(m.cfg.Progress, m.Read(), cp.Size)
 	sessions := make(map[string]head, len(m.st.Sessions))
 	for k, v := range m.st.Sessions {
 		sessions[k] = v
 	}
-	issuers := make(map[string]*ihead, len(m.st.Issuers))
-	for k, v := range m.st.Issuers {
-		c := *v
-		issuers[k] = &c
-	}
+	issuers := cloneIssuers(m.st.Issuers)
 	var later []suspect
 	var out findingList
 	// Per unknown issuer, one alert counting its entries; past MaxPerKind
@@ -273,6 +317,62 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 		}
 		return nil
 	}
+	// flush ends a stretch of the catch-up: the alerts it found so far.
+	flush := func() ([]Finding, error) {
+		for _, kid := range unknownOrder {
+			f := unknown[kid]
+			f.Message = fmt.Sprintf("%s signed by %s, which is not a known issuer; the first is entry %d", plural.Count(f.Count, "new log entry"), kid, f.Index)
+			out.add(*f)
+		}
+		for _, n := range moreUnknown {
+			out.add(Finding{Kind: KindUnknownIssuer, Count: n})
+		}
+		eq, err := m.findEarlier(ctx, later, cp.Size, cp.Root)
+		if err != nil {
+			return nil, err
+		}
+		out.add(eq...)
+		all := out.all()
+		out, later, unknownOrder = findingList{}, nil, nil
+		clear(unknown)
+		clear(moreUnknown)
+		return all, nil
+	}
+	// The catch-up commits its state part-way, at each multiple of
+	// CommitEvery, once the prefix read is proven a prefix of cp's tree.
+	for stop := (rng.End()/m.cfg.CommitEvery + 1) * m.cfg.CommitEvery; stop < cp.Size; stop += m.cfg.CommitEvery {
+		if err := scanRange(ctx, m.cfg.Fetcher, rng.End(), stop, rng, visit); err != nil {
+			progress.done()
+			return nil, false, err
+		}
+		if err := m.checkPrefix(ctx, rng, cp); err != nil {
+			progress.done()
+			var rm *RootMismatchError
+			if errors.As(err, &rm) {
+				f, ferr := rootMismatch(ctx, m.cfg.Fetcher, cp.Size, rm)
+				if ferr != nil {
+					return nil, false, ferr
+				}
+				return []Finding{f}, false, nil
+			}
+			return nil, false, err
+		}
+		a, err := flush()
+		if err != nil {
+			return nil, false, err
+		}
+		part := *next
+		part.Checkpoint, part.Size, part.Partial = string(raw), cp.Size, stop
+		part.Grew, part.Stale = time.Now(), false // the log grew to cp
+		part.Range, part.Sessions, part.Issuers = rng.Hashes(), sessions, issuers
+		if _, err := m.commit(ctx, a, raw, cp.Size, &part); err != nil {
+			return nil, false, err
+		}
+		m.done = append(m.done, a...)
+		// What was committed is m.st's now; the catch-up goes on with
+		// copies.
+		sessions, issuers = maps.Clone(sessions), cloneIssuers(issuers)
+	}
 	err = Scan(ctx, m.cfg.Fetcher, cp.Size, cp.Root, rng, visit)
 	progress.done()
 	var rm *RootMismatchError
@@ -285,21 +385,44 @@ func (m *Monitor) grow(ctx context.Context, raw []byte, cp *c2sp.Checkpoint, nex
 	} else if err != nil {
 		return nil, false, err
 	}
-	for _, kid := range unknownOrder {
-		f := unknown[kid]
-		f.Message = fmt.Sprintf("%s signed by %s, which is not a known issuer; the first is entry %d", plural.Count(f.Count, "new log entry"), kid, f.Index)
-		out.add(*f)
-	}
-	for _, n := range moreUnknown {
-		out.add(Finding{Kind: KindUnknownIssuer, Count: n})
-	}
-	eq, err := m.findEarlier(ctx, later, cp.Size, cp.Root)
+	a, err := flush()
 	if err != nil {
 		return nil, false, err
 	}
-	out.add(eq...)
 	next.Range, next.Sessions, next.Issuers = rng.Hashes(), sessions, issuers
-	return out.all(), true, nil
+	return a, true, nil
+}
+
+// checkPrefix checks, by a consistency proof from the log's tiles, that
+// rng, the entries read so far, is a prefix of cp's tree: a part-way state
+// holds only what the signed tree contains.
+func (m *Monitor) checkPrefix(ctx context.Context, rng *compact.Range, cp *c2sp.Checkpoint) error {
+	root, err := rng.GetRootHash(nil)
+	if err != nil {
+		return fmt.Errorf("computing root: %w", err)
+	}
+	pb, err := NewProofBuilder(ctx, m.cfg.Fetcher, cp.Size)
+	if err != nil {
+		return err
+	}
+	path, err := pb.ConsistencyProof(ctx, rng.End(), cp.Size)
+	if err != nil {
+		return fmt.Errorf("consistency proof: %w", err)
+	}
+	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, rng.End(), cp.Size, path, root, cp.Root); err != nil {
+		return &RootMismatchError{Size: cp.Size, Want: cp.Root, Got: root, FirstIndex: 0}
+	}
+	return nil
+}
+
+func cloneIssuers(in map[string]*ihead) map[string]*ihead {
+	out := make(map[string]*ihead, len(in))
+	for k, v := range in {
+		c := *v
+		c.Missing = slices.Clone(v.Missing)
+		out[k] = &c
+	}
+	return out
 }
 
 // check compares one new entry with what the monitor has seen.

@@ -2,6 +2,9 @@ package audit
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -198,4 +201,89 @@ func TestMonitorExec(t *testing.T) {
 	if _, err := os.Stat(file); err != nil {
 		t.Fatalf("evidence file named to the command: %v", err)
 	}
+}
+
+// bundleFetcher counts the entry bundles read, and fails every read of a
+// bundle from failFrom on, as a monitor killed there would stop.
+type bundleFetcher struct {
+	client.FileFetcher
+	read     []uint64
+	failFrom uint64
+}
+
+func (f *bundleFetcher) ReadEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
+	if f.failFrom != 0 && index >= f.failFrom {
+		return nil, errors.New("killed")
+	}
+	f.read = append(f.read, index)
+	return f.FileFetcher.ReadEntryBundle(ctx, index, p)
+}
+
+// TestMonitorResume: a catch-up commits its state part-way; a monitor
+// stopped in the middle resumes from the part-way state, reads only the
+// rest of the log, and reports, over both runs, what an uninterrupted run
+// reports.
+func TestMonitorResume(t *testing.T) {
+	k := tlogtest.NewKeyPair(t, "example.com/resume")
+	l := tlogtest.NewPOSIX(t, t.TempDir(), k)
+	is, stranger := tlogtest.NewIssuer(t), tlogtest.NewIssuer(t)
+	var leaves [][]byte
+	for i := range 350 {
+		s := fmt.Sprint("s", i)
+		d, x := is.Call(s, "Bash")
+		leaves = append(leaves, is.Leaves(is.Start(s), d, x, is.End(s))...)
+		if i == 10 || i == 300 {
+			leaves = append(leaves, stranger.Leaf(stranger.Start(s)))
+		}
+	}
+	l.Add(t, leaves...) // 1402 entries: bundles 0 to 5
+	every := func(c *MonitorConfig) { c.CommitEvery = 256; c.Keys = is.Keys() }
+
+	whole, _ := newMonitor(t, &bundleFetcher{FileFetcher: client.FileFetcher{Root: l.Dir}}, k.VKey, t.TempDir(), every)
+	all, err := whole.Poll(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := messages(all)
+
+	state := t.TempDir()
+	killed := &bundleFetcher{FileFetcher: client.FileFetcher{Root: l.Dir}, failFrom: 3}
+	m, _ := newMonitor(t, killed, k.VKey, state, every)
+	first, err := m.Poll(t.Context())
+	t.Logf("interrupted Poll: %v", err)
+	if err == nil {
+		t.Fatal("Poll through a failing fetcher succeeded")
+	}
+	if m.Read() != 768 {
+		t.Fatalf("Read() after the failure = %d, want 768", m.Read())
+	}
+	rest := &bundleFetcher{FileFetcher: client.FileFetcher{Root: l.Dir}}
+	m, _ = newMonitor(t, rest, k.VKey, state, every)
+	if m.Read() != 768 || m.Size() != 1402 {
+		t.Fatalf("restored Read(), Size() = %d, %d, want 768, 1402", m.Read(), m.Size())
+	}
+	second, err := m.Poll(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read := slices.Compact(slices.Sorted(slices.Values(rest.read))); !slices.Equal(read, []uint64{3, 4, 5}) {
+		t.Errorf("bundles read on resume = %v, want [3 4 5]", rest.read)
+	}
+	if got := messages(append(first, second...)); !slices.Equal(got, want) {
+		t.Errorf("alerts of the two runs = %q, want %q", got, want)
+	}
+	if len(want) != 2 {
+		t.Errorf("uninterrupted alerts = %q, want two unknown_issuer", want)
+	}
+	if m.Read() != 1402 {
+		t.Errorf("Read() after the catch-up = %d, want 1402", m.Read())
+	}
+}
+
+func messages(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Kind+": "+f.Message)
+	}
+	return out
 }

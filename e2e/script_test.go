@@ -73,6 +73,7 @@ func TestScripts(t *testing.T) {
 			"checkpoint": cmdCheckpoint,
 			"httpget":    cmdHTTPGet,
 			"waitsync":   cmdWaitsync,
+			"genlog":     cmdGenlog,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "short" {

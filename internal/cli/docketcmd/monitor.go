@@ -26,12 +26,14 @@ and issuer_sequence gaps (against the issuers' own checkpoints), and asks
 every witness of the policy that has a URL for its latest cosigned
 checkpoint of the log, to catch a split view. The state (DIR/state.json) is
 saved only after the alerts it implies are written; evidence files go to
-DIR/evidence.
+DIR/evidence. A catch-up saves it part-way too, every -commit-every
+entries, so a monitor stopped in the middle (even by SIGKILL) resumes
+there: it reads only the rest of the log.
 
 Alerts are JSON lines on stdout and "docket: alert:" lines on stderr; kinds:
 fork, witness_split_view, root_mismatch, bad_entry, equivocation,
 chain_break, issuer_sequence_gap, unknown_issuer (with -jwks: one per issuer
-and poll, with a count), stale_log (with -stale), deny_decision (with
+and poll, or stretch of a catch-up, with a count), stale_log (with -stale), deny_decision (with
 -alert-deny, a notice). A poll lists at most 100 alerts of a kind and counts
 the rest in one more.
 
@@ -40,6 +42,8 @@ Options:
     -once             poll once and exit
     -interval D       time between polls (default 30s)
     -stale D          alert when the log has not grown for D (default off)
+    -commit-every N   entries a catch-up reads between saves of its state
+                      (default 65536)
     -jwks FILE        the known issuers: others raise unknown_issuer
     -alert-deny       a notice for every logged deny decision
     -exec CMD         run "sh -c CMD" per alert with DOCKET_ALERT_KIND,
@@ -64,6 +68,7 @@ func runMonitor(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	stale := fs.Duration("stale", 0, "")
 	alertDeny := fs.Bool("alert-deny", false, "")
 	execCmd := fs.String("exec", "", "")
+	commitEvery := fs.Uint64("commit-every", audit.DefaultCommitEvery, "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -83,7 +88,7 @@ func runMonitor(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	witnesses := policyWitnessURLs(v.Policy())
 	cfg := audit.MonitorConfig{Fetcher: f, Verifier: v, Witnesses: witnesses, HTTPClient: &http.Client{Timeout: defaultHTTPTimeout},
-		StateDir: *state, Keys: keys, AlertDeny: *alertDeny, Stale: *stale, Exec: *execCmd, Alerts: stdout, Human: stderr,
+		StateDir: *state, CommitEvery: *commitEvery, Keys: keys, AlertDeny: *alertDeny, Stale: *stale, Exec: *execCmd, Alerts: stdout, Human: stderr,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if f, ok := stderr.(*os.File); ok && audit.IsTerminal(f) {
 		cfg.Progress = stderr
@@ -92,6 +97,9 @@ func runMonitor(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err != nil {
 		errorf(stderr, "monitor: %v", err)
 		return 2
+	}
+	if m.Read() < m.Size() {
+		fmt.Fprintf(stderr, "docket: monitor: resuming a catch-up at entry %d of %d\n", m.Read(), m.Size())
 	}
 	code := 0
 	for {
