@@ -625,12 +625,14 @@ func (e *Explorer) dbError(w http.ResponseWriter, err error) {
 	httpError(w, http.StatusInternalServerError, "reading the explorer's index failed")
 }
 
-// fetchSlot waits for a turn to read the log, as long as ctx allows.
-func (e *Explorer) fetchSlot(ctx context.Context) (release func(), ok bool) {
+// fetchSlot waits for a turn to read the log, as long as ctx allows; when
+// none comes it answers the request with 503.
+func (e *Explorer) fetchSlot(ctx context.Context, w http.ResponseWriter) (release func(), ok bool) {
 	select {
 	case e.fetches <- struct{}{}:
 		return func() { <-e.fetches }, true
 	case <-ctx.Done():
+		httpError(w, http.StatusServiceUnavailable, "too many pages are reading the log; try again")
 		return nil, false
 	}
 }
@@ -764,9 +766,8 @@ func (e *Explorer) entry(w http.ResponseWriter, r *http.Request) {
 		e.dbError(w, err)
 		return
 	}
-	release, ok := e.fetchSlot(ctx)
+	release, ok := e.fetchSlot(ctx, w)
 	if !ok {
-		httpError(w, http.StatusServiceUnavailable, "too many pages are reading the log; try again")
 		return
 	}
 	defer release()
@@ -847,9 +848,8 @@ func (e *Explorer) download(w http.ResponseWriter, r *http.Request, body func(ct
 		return
 	}
 	ctx := r.Context()
-	release, ok := e.fetchSlot(ctx)
+	release, ok := e.fetchSlot(ctx, w)
 	if !ok {
-		httpError(w, http.StatusServiceUnavailable, "too many pages are reading the log; try again")
 		return
 	}
 	defer release()
@@ -1032,9 +1032,8 @@ func (e *Explorer) issuerIndex(w http.ResponseWriter, r *http.Request) {
 		next := fmt.Sprintf("/issuer/%s/index.json?after=%d", url.PathEscape(kid), entries[len(entries)-1].Index)
 		w.Header().Set("Link", "<"+next+`>; rel="next"`)
 	}
-	release, ok := e.fetchSlot(ctx)
+	release, ok := e.fetchSlot(ctx, w)
 	if !ok {
-		httpError(w, http.StatusServiceUnavailable, "too many pages are reading the log; try again")
 		return
 	}
 	defer release()
@@ -1263,9 +1262,8 @@ func (e *Explorer) jsonl(w http.ResponseWriter, r *http.Request, v *view, cond s
 		}
 		w.Header().Set("Link", "<"+r.URL.Path+"?"+nq.Encode()+`>; rel="next"`)
 	}
-	release, ok := e.fetchSlot(ctx)
+	release, ok := e.fetchSlot(ctx, w)
 	if !ok {
-		httpError(w, http.StatusServiceUnavailable, "too many pages are reading the log; try again")
 		return
 	}
 	defer release()
