@@ -106,20 +106,25 @@ func start() (*server, error) {
 		return nil, err
 	}
 	s := &server{dir: dir, socket: filepath.Join(dir, "sock")}
-	data := filepath.Join(dir, "data")
+	data, tmp := filepath.Join(dir, "data"), filepath.Join(dir, "tmp")
+	// A temporary directory of its own: servers installed at once in a
+	// shared /tmp collide on the names of their temporary tables.
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, err
+	}
 	u, err := user.Current()
 	if err != nil {
 		return nil, err
 	}
 	install := exec.Command(binary("mariadb-install-db", "mysql_install_db"), "--no-defaults",
 		"--datadir="+data, "--user="+u.Username, "--auth-root-authentication-method=normal",
-		"--skip-test-db")
+		"--skip-test-db", "--tmpdir="+tmp)
 	if out, err := install.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("mariadb-install-db: %v\n%s", err, out)
 	}
 	cmd := exec.Command(binary("mariadbd", "mysqld"), "--no-defaults",
-		"--datadir="+data, "--socket="+s.socket, "--skip-networking", "--user="+u.Username,
+		"--datadir="+data, "--tmpdir="+tmp, "--socket="+s.socket, "--skip-networking", "--user="+u.Username,
 		"--pid-file="+filepath.Join(dir, "pid"), "--log-error="+filepath.Join(dir, "error.log"),
 		"--innodb-buffer-pool-size=256M", "--innodb-log-file-size=256M",
 		"--innodb-flush-log-at-trx-commit=1", "--max-connections=500")
