@@ -17,7 +17,7 @@ import (
 )
 
 const doctorUsage = `Usage:
-    docket doctor
+    docket doctor [-json]
 
 Checks the project's Docket setup the way each agent will use it: the
 issuer key, the policy, the log configuration, and — what matters — for
@@ -46,7 +46,9 @@ Each MCP server in .mcp.json that runs through docket mcp is started as
 configured and sent a call the gate must refuse; one that does not run
 through docket mcp is reported as ungated.
 
-Every failing check is printed with the fix in one line. The synthetic
+Every failing check is printed with the fix in one line. With -json, each
+line is a JSON object instead: {"status":"ok"|"warn"|"FAIL"|"note"|"result",
+"check":NAME,"detail":TEXT,"fix":TEXT}, the verdict last. The synthetic
 denials are recorded in the session "docket-doctor".
 
 Exit codes:
@@ -57,6 +59,7 @@ Exit codes:
 
 func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("docket doctor", doctorUsage, stderr)
+	asJSON := fs.Bool("json", false, "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -65,17 +68,19 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return 2
 	}
 	s := store.Open(project)
+	r := doctorReport{w: stdout, json: *asJSON}
 	ok, observing := true, false
 	check := func(name string, err error, detail string) {
 		if err != nil {
 			ok = false
-			fmt.Fprintf(stdout, "FAIL  %s: %v\n", name, err)
+			var fix string
 			if ue := (*hook.UntrustedError)(nil); errors.As(err, &ue) {
-				fmt.Fprintf(stdout, "      fix: %s\n", ue.Fix)
+				fix = ue.Fix
 			}
+			r.fail(name, err.Error(), fix)
 			return
 		}
-		fmt.Fprintf(stdout, "ok    %s%s\n", name, detail)
+		r.ok(name, strings.TrimPrefix(detail, ": "))
 	}
 
 	priv, err := s.Key()
@@ -101,10 +106,10 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}())
 
 	if err == nil && cfg.HasLog() {
-		ok = doctorLog(ctx, s, cfg, stdout) && ok
-		ok = doctorLastSync(s, stdout) && ok
+		ok = doctorLog(ctx, s, cfg, r) && ok
+		ok = doctorLastSync(s, r) && ok
 	}
-	ok = doctorPending(s, stdout) && ok
+	ok = doctorPending(s, r) && ok
 
 	agents := hook.ConfiguredAgents(project)
 	for _, c := range hook.CheckConfine(s, agents, os.Getenv) {
@@ -113,12 +118,12 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	for _, agent := range agents {
 		for _, c := range hook.CheckAgent(ctx, project, agent) {
 			if c.Warning {
-				fmt.Fprintf(stdout, "warn  %s: %v\n", c.Name, c.Err)
+				r.warn(c.Name, c.Err.Error(), "")
 				continue
 			}
 			if errors.Is(c.Err, hook.ErrProbeAllowed) && observedDeny(project) {
 				observing = true
-				fmt.Fprintf(stdout, "warn  %s: %v\n", c.Name, errObserved)
+				r.warn(c.Name, errObserved.Error(), "")
 				continue
 			}
 			check(c.Name, c.Err, c.Detail)
@@ -127,36 +132,36 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	servers, err := mcp.ProbeServers(ctx, project)
 	if err != nil {
 		ok = false
-		fmt.Fprintf(stdout, "FAIL  MCP config: %v\n", err)
+		r.fail("MCP config", err.Error(), "")
 	}
 	for _, sc := range servers {
 		switch {
 		case !sc.Gated:
-			fmt.Fprintf(stdout, "warn  MCP server %s in .mcp.json does not run through docket mcp: its calls are not gated (docket init -mcp %s)\n", sc.Name, sc.Name)
+			r.warn("MCP server "+sc.Name, "in .mcp.json but does not run through docket mcp: its calls are not gated", "docket init -mcp "+sc.Name)
 		case sc.Err != nil:
 			ok = false
-			fmt.Fprintf(stdout, "FAIL  MCP server %s: %v\n", sc.Name, sc.Err)
+			r.fail("MCP server "+sc.Name, sc.Err.Error(), "")
 		default:
-			fmt.Fprintf(stdout, "ok    MCP server %s: docket mcp denies a refused call before the server sees it\n", sc.Name)
+			r.ok("MCP server "+sc.Name, "docket mcp denies a refused call before the server sees it")
 		}
 	}
 	if !ok {
 		return 2
 	}
 	if observing {
-		fmt.Fprintln(stdout, "the gate decides and signs every call but blocks none: observe mode (docket init -observe=false to enforce)")
+		r.line(doctorLine{Status: "result", Detail: "the gate decides and signs every call but blocks none: observe mode (docket init -observe=false to enforce)"})
 		return 0
 	}
 	if cgoBuild() {
 		// Every tool call starts the hook: see README "Performance".
-		fmt.Fprintln(stdout, "note  this docket is linked with libc (CGO_ENABLED=1); a static build starts each hook about 1.3 ms sooner")
+		r.line(doctorLine{Status: "note", Detail: "this docket is linked with libc (CGO_ENABLED=1); a static build starts each hook about 1.3 ms sooner"})
 		hintf(stderr, "CGO_ENABLED=0 go install github.com/docketlog/docket/cmd/docket@latest")
 	}
 	names := make([]string, len(agents))
 	for i, a := range agents {
 		names[i] = string(a)
 	}
-	fmt.Fprintf(stdout, "the gate blocks (%s)\n", strings.Join(names, ", "))
+	r.line(doctorLine{Status: "result", Detail: fmt.Sprintf("the gate blocks (%s)", strings.Join(names, ", "))})
 	return 0
 }
 

@@ -2,8 +2,8 @@ package docketcmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-
 	"fmt"
 	"io"
 	"net/http"
@@ -20,23 +20,57 @@ import (
 // doctorTimeout bounds the doctor's reading of the log's checkpoint.
 const doctorTimeout = 10 * time.Second
 
-// report prints the doctor's lines: one per check, a failure with its fix.
-type doctorReport struct{ w io.Writer }
+// doctorReport prints the doctor's lines: one per check, a failure or a
+// warning with its fix; with -json, one JSON object per line instead.
+type doctorReport struct {
+	w    io.Writer
+	json bool
+}
 
-func (r doctorReport) ok(name, detail string) { fmt.Fprintf(r.w, "ok    %s: %s\n", name, detail) }
+// doctorLine is one line of docket doctor -json.
+type doctorLine struct {
+	Status string `json:"status"` // ok, warn, FAIL, note, or result
+	Check  string `json:"check,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+func (r doctorReport) line(l doctorLine) {
+	if r.json {
+		b, _ := json.Marshal(l)
+		r.w.Write(append(b, '\n'))
+		return
+	}
+	switch {
+	case l.Status == "result":
+		fmt.Fprintln(r.w, l.Detail)
+	case l.Check == "":
+		fmt.Fprintf(r.w, "%-5s %s\n", l.Status, l.Detail)
+	case l.Detail == "":
+		fmt.Fprintf(r.w, "%-5s %s\n", l.Status, l.Check)
+	default:
+		fmt.Fprintf(r.w, "%-5s %s: %s\n", l.Status, l.Check, l.Detail)
+	}
+	if l.Fix != "" {
+		fmt.Fprintf(r.w, "      fix: %s\n", l.Fix)
+	}
+}
+
+func (r doctorReport) ok(name, detail string) {
+	r.line(doctorLine{Status: "ok", Check: name, Detail: detail})
+}
 func (r doctorReport) warn(name, cause, fix string) {
-	fmt.Fprintf(r.w, "warn  %s: %s\n      fix: %s\n", name, cause, fix)
+	r.line(doctorLine{Status: "warn", Check: name, Detail: cause, Fix: fix})
 }
 func (r doctorReport) fail(name, cause, fix string) bool {
-	fmt.Fprintf(r.w, "FAIL  %s: %s\n      fix: %s\n", name, cause, fix)
+	r.line(doctorLine{Status: "FAIL", Check: name, Detail: cause, Fix: fix})
 	return false
 }
 
 // doctorLog checks the path from the project to its log: the witness
 // policy, the log's answer, the checkpoint's signature and cosignatures.
 // It reports whether every check passed.
-func doctorLog(ctx context.Context, s *store.Store, cfg store.Config, w io.Writer) bool {
-	r := doctorReport{w}
+func doctorLog(ctx context.Context, s *store.Store, cfg store.Config, r doctorReport) bool {
 	initFix := "docket init -log " + cfg.LogURL + " -log-key VKEY -witness-policy FILE"
 	// The witness policy, as every client of the log reads it.
 	v, err := s.ProofVerifier(cfg)
@@ -98,8 +132,7 @@ func doctorLog(ctx context.Context, s *store.Store, cfg store.Config, w io.Write
 }
 
 // doctorLastSync reports the outcome of the last docket sync.
-func doctorLastSync(s *store.Store, w io.Writer) bool {
-	r := doctorReport{w}
+func doctorLastSync(s *store.Store, r doctorReport) bool {
 	last, ran, err := s.LastSync()
 	switch {
 	case err != nil:
@@ -123,8 +156,7 @@ func doctorLastSync(s *store.Store, w io.Writer) bool {
 
 // doctorPending reports the receipts without a proof, and the chains'
 // damaged tails.
-func doctorPending(s *store.Store, w io.Writer) bool {
-	r := doctorReport{w}
+func doctorPending(s *store.Store, r doctorReport) bool {
 	if damaged, err := s.Damaged(); err == nil && len(damaged) > 0 {
 		r.warn("chain tails", fmt.Sprintf("%s moved aside: %s", plural.Count(len(damaged), "torn or damaged tail"), strings.Join(damaged, ", ")),
 			"inspect them; they are not part of any chain (docket show SESSION says what the chain holds)")

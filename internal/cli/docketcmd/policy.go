@@ -14,13 +14,15 @@ import (
 )
 
 const policyUsage = `Usage:
-    docket policy check [-dir DIR | FILE.cedar ...]
+    docket policy check [-json] [-dir DIR | FILE.cedar ...]
     docket policy eval [-dir DIR] [-agent NAME] < event.json
     docket policy suggest [-all] > .docket/policy/suggested.cedar
     docket policy confinement [-json]
 
 check loads and validates a policy against the agent schema and prints its
-acta-policy-digest-v1 digest, its files and its policy IDs.
+acta-policy-digest-v1 digest, its files and its policy IDs (-json: one
+object with policy_digest, files, policies, permits, forbids, ask and
+undeclared_actions).
 
 eval decides one hook event (PreToolUse JSON, as the agent sends it) and
 prints, as JSON, the decision, the reason, the policy IDs behind it and
@@ -104,6 +106,7 @@ func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs := newFlagSet("docket policy "+sub, policyUsage, stderr)
 	dir := fs.String("dir", "", "")
 	agentName := fs.String("agent", "claude", "")
+	asJSON := fs.Bool("json", false, "")
 	if err := fs.Parse(args[1:]); err != nil {
 		return flagExit(err)
 	}
@@ -131,6 +134,14 @@ func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if sub == "check" {
 		sum := eng.Check()
+		for _, a := range sum.UndeclaredActions {
+			warnf(stderr, "action %q is not in the agent schema; it is treated as a tool name (a typo?)", a)
+		}
+		if *asJSON {
+			b, _ := json.Marshal(sum)
+			fmt.Fprintf(stdout, "%s\n", b)
+			return 0
+		}
 		fmt.Fprintf(stdout, "policy_digest %s\n", sum.Digest)
 		for _, f := range sum.Files {
 			fmt.Fprintf(stdout, "file %s\n", f)
@@ -141,9 +152,6 @@ func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		for _, id := range sum.Ask {
 			fmt.Fprintf(stdout, "ask %s\n", id)
-		}
-		for _, a := range sum.UndeclaredActions {
-			warnf(stderr, "action %q is not in the agent schema; it is treated as a tool name (a typo?)", a)
 		}
 		return 0
 	}

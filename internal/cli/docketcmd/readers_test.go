@@ -185,6 +185,10 @@ func TestIssuerSequence2To50DoesNotHangReaders(t *testing.T) {
 		if code != 1 || !strings.Contains(out, "missing issuer_sequence: 1 run\n    2-1125899906842623\n") {
 			t.Fatalf("docket verify-index = %d, want 1 and one run:\n%s%s", code, out, errs)
 		}
+		code, out, errs = runDocket(t, "", "verify-index", "-json", "-log-key", vkey, file)
+		if code != 1 || !strings.Contains(out, `"gaps":[{"from":2,"to":1125899906842623}]}`) || strings.Count(out, "\n") != 1 {
+			t.Fatalf("docket verify-index -json = %d, want 1 and one object with one gap:\n%s%s", code, out, errs)
+		}
 	})
 }
 

@@ -2,46 +2,81 @@ package docketcmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"runtime/debug"
 )
 
+const versionUsage = `Usage:
+    docket version [-json]
+
+Prints the module version and the VCS revision docket was built from, as
+the build info records them. With -json, one object: {"path", "version",
+"revision", "time", "modified", "go"}.
+`
+
+// buildVersion is what the build info says about this binary.
+type buildVersion struct {
+	Path     string `json:"path"`
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	Time     string `json:"time,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+	Go       string `json:"go"`
+}
+
 // runVersion prints the module version and the VCS revision the binary
-// was built from, as the build info records them.
+// was built from.
 func runVersion(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("docket version", "Usage:\n    docket version\n\nPrints the module version and the VCS revision docket was built from.\n", stderr)
+	fs := newFlagSet("docket version", versionUsage, stderr)
+	asJSON := fs.Bool("json", false, "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	fmt.Fprintln(stdout, versionString())
+	bv, ok := readBuildVersion()
+	switch {
+	case !ok:
+		errorf(stderr, "version: this binary has no build information")
+		return 1
+	case *asJSON:
+		b, _ := json.Marshal(bv)
+		fmt.Fprintf(stdout, "%s\n", b)
+	default:
+		fmt.Fprintln(stdout, bv)
+	}
 	return 0
 }
 
-func versionString() string {
+func readBuildVersion() (buildVersion, bool) {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "docket (no build information)"
+		return buildVersion{}, false
 	}
-	v := "docket " + bi.Main.Version
-	var rev, at, dirty string
+	bv := buildVersion{Path: bi.Main.Path, Version: bi.Main.Version, Go: bi.GoVersion}
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			rev = s.Value
+			bv.Revision = s.Value
 		case "vcs.time":
-			at = s.Value
+			bv.Time = s.Value
 		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = " (modified)"
-			}
+			bv.Modified = s.Value == "true"
 		}
 	}
-	if rev != "" {
-		v += " revision " + rev + dirty
-		if at != "" {
-			v += " of " + at
+	return bv, true
+}
+
+func (bv buildVersion) String() string {
+	v := "docket " + bv.Version
+	if bv.Revision != "" {
+		v += " revision " + bv.Revision
+		if bv.Modified {
+			v += " (modified)"
+		}
+		if bv.Time != "" {
+			v += " of " + bv.Time
 		}
 	}
-	return v + " " + bi.GoVersion
+	return v + " " + bv.Go
 }
