@@ -44,18 +44,12 @@ func BenchmarkExplore(b *testing.B) {
 			b.Fatalf("go build: %v\n%s", err, out)
 		}
 	}
-	start := time.Now()
-	f := newFixture(b, n, 8)
-	b.Logf("fixture of %d entries built in %v", n, time.Since(start).Round(time.Second))
-	policy := filepath.Join(b.TempDir(), "policy")
-	if err := os.WriteFile(policy, []byte(f.Policy), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	logDir, vkey, policy := benchLog(b, n)
 	state := b.TempDir()
 	for b.Loop() {
 		b.ReportMetric(ed25519Floor(), "floor-verifies/s")
 		run := func(label string) *exploreProcess {
-			p := startExplore(b, bin, "-log", f.Dir, "-log-key", f.VKey, "-witness-policy", policy, "-state", state)
+			p := startExplore(b, bin, "-log", logDir, "-log-key", vkey, "-witness-policy", policy, "-state", state)
 			first := p.waitFor(b, "/", func(code int, _ string) bool { return code == 200 })
 			caught := p.waitFor(b, "/health", func(_ int, body string) bool { return strings.Contains(body, `"ok"`) })
 			b.ReportMetric(first.Seconds(), label+"-first-page-s")
@@ -93,6 +87,36 @@ func BenchmarkExplore(b *testing.B) {
 		p = run("restart")
 		b.ReportMetric(float64(p.stop(b))/1024, "restart-peak-RSS-MB")
 	}
+}
+
+// benchLog returns the storage directory, key and witness policy file of a
+// cosigned log of n entries. With DOCKET_EXPLORE_BENCH_DIR set, it is kept
+// there (DIR/log, DIR/log.vkey, DIR/policy) and reused by later runs of the
+// same n: building 10^6 entries takes many minutes.
+func benchLog(b *testing.B, n int) (dir, vkey, policy string) {
+	keep := os.Getenv("DOCKET_EXPLORE_BENCH_DIR")
+	if keep != "" {
+		k, err1 := os.ReadFile(filepath.Join(keep, "log.vkey"))
+		size, err2 := os.ReadFile(filepath.Join(keep, "entries"))
+		if err1 == nil && err2 == nil && strings.TrimSpace(string(size)) == strconv.Itoa(n) {
+			return filepath.Join(keep, "log"), strings.TrimSpace(string(k)), filepath.Join(keep, "policy")
+		}
+	} else {
+		keep = b.TempDir()
+	}
+	start := time.Now()
+	f := newFixture(b, n, 8)
+	b.Logf("fixture of %d entries built in %v", n, time.Since(start).Round(time.Second))
+	os.RemoveAll(filepath.Join(keep, "log"))
+	if err := os.CopyFS(filepath.Join(keep, "log"), os.DirFS(f.Dir)); err != nil {
+		b.Fatal(err)
+	}
+	for name, data := range map[string]string{"log.vkey": f.VKey, "policy": f.Policy, "entries": strconv.Itoa(n)} {
+		if err := os.WriteFile(filepath.Join(keep, name), []byte(strings.TrimSpace(data)+"\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return filepath.Join(keep, "log"), f.VKey, filepath.Join(keep, "policy")
 }
 
 // ed25519Floor is how many Ed25519 signatures every core of this machine
