@@ -179,14 +179,14 @@ func TestSessionPage(t *testing.T) {
 	body := get(t, srv.URL+"/session/1", 200)
 	for _, want := range []string{
 		"Chain intact and complete: sequences 1–8",
-		"DENY · Read · secrets-by-name · 08:55:15Z",
-		"ASK · WebFetch · ask-network · 08:55:15Z",
+		// The time is in a column of its own.
+		`<span class="headline">DENY · Read · secrets-by-name</span></td><td class="nowrap">2026-11-26 08:55:15Z</td>`,
+		"ASK · WebFetch · ask-network",
 		"DENY (NOT ENFORCED) · Write · no-writes",
 		`<span class="tag observe">not enforced</span>`,
 		"FINDING: UNMEDIATED CALL · Edit",
 		`<tr class="deny">`, `<tr class="finding">`, `<tr class="exec">`,
 		`href="/entry/1" class="decision-link"`,
-		"policies: secrets-by-name",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("session page lacks %q:\n%s", want, body)

@@ -206,10 +206,22 @@ func scanRows(rows *sql.Rows) ([]*entryRow, error) {
 
 // Headline is the entry's one-line summary: "DENY · Read · secrets-by-name · 08:55:15Z".
 func (r *entryRow) Headline() string {
+	parts := r.summary()
+	if t := clock(r.Issued); t != "" {
+		parts = append(parts, t)
+	}
+	return strings.Join(nonEmpty(parts), " · ")
+}
+
+// Summary is the headline without the time, for lists that show the time
+// in a column of its own: "DENY · Read · secrets-by-name".
+func (r *entryRow) Summary() string { return strings.Join(nonEmpty(r.summary()), " · ") }
+
+func (r *entryRow) summary() []string {
 	var parts []string
 	switch r.Kind {
 	case kindBad:
-		return "INVALID ENTRY · " + r.Err
+		return []string{"INVALID ENTRY", r.Err}
 	case kindLifecycle:
 		parts = append(parts, strings.ToUpper(strings.ReplaceAll(r.Event, "_", " ")))
 	case kindUnmediated:
@@ -232,10 +244,7 @@ func (r *entryRow) Headline() string {
 			parts = append(parts, r.Reason)
 		}
 	}
-	if t := clock(r.Issued); t != "" {
-		parts = append(parts, t)
-	}
-	return strings.Join(nonEmpty(parts), " · ")
+	return parts
 }
 
 func nonEmpty(ss []string) []string {
@@ -509,6 +518,7 @@ func cloneValues(v url.Values) url.Values {
 // A witnessRow is a witness of the policy as the home page lists it.
 type witnessRow struct {
 	Name     string
+	Key      string // the name of its key
 	Cosigned bool
 	Latest   int64
 }
@@ -535,7 +545,7 @@ func (e *Explorer) witnessRows(ctx context.Context, v *view) ([]witnessRow, stri
 	var out []witnessRow
 	for _, w := range p.Witnesses {
 		n, err := note.Open(v.cp, note.VerifierList(w.Verifier()))
-		out = append(out, witnessRow{Name: w.Name, Cosigned: err == nil && len(n.Sigs) == 1, Latest: latest[w.Name]})
+		out = append(out, witnessRow{Name: w.Name, Key: w.Verifier().Name(), Cosigned: err == nil && len(n.Sigs) == 1, Latest: latest[w.Name]})
 	}
 	quorum := p.Quorum
 	for _, g := range p.Groups {
