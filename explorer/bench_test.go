@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,28 +45,64 @@ func BenchmarkExplore(b *testing.B) {
 			b.Fatalf("go build: %v\n%s", err, out)
 		}
 	}
-	start := time.Now()
-	f := newFixture(b, n, 8)
-	b.Logf("fixture of %d entries built in %v", n, time.Since(start).Round(time.Second))
-	policy := filepath.Join(b.TempDir(), "policy")
-	if err := os.WriteFile(policy, []byte(f.Policy), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	logDir, vkey, policy := benchLog(b, n)
 	state := b.TempDir()
 	for b.Loop() {
 		b.ReportMetric(ed25519Floor(), "floor-verifies/s")
-		run := func(label string) *exploreProcess {
-			p := startExplore(b, bin, "-log", f.Dir, "-log-key", f.VKey, "-witness-policy", policy, "-state", state)
+		// During catch-up, a reader asks for these pages one after another,
+		// one every 250 ms (as a person clicks), and records how long each
+		// 200 took.
+		during := []struct{ name, path string }{
+			{"home", "/"},
+			{"search", "/search?tool=Read&decision=deny"},
+			{"session", "/session/1"},
+		}
+		run := func(label string) (*exploreProcess, string) {
+			p := startExplore(b, bin, "-log", logDir, "-log-key", vkey, "-witness-policy", policy, "-state", state)
 			first := p.waitFor(b, "/", func(code int, _ string) bool { return code == 200 })
-			caught := p.waitFor(b, "/health", func(_ int, body string) bool { return strings.Contains(body, `"ok"`) })
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			lat := map[string][]float64{}
+			wg.Go(func() {
+				client := &http.Client{Timeout: time.Minute}
+				for k := 0; ; k++ {
+					select {
+					case <-stop:
+						return
+					case <-time.After(250 * time.Millisecond):
+					}
+					pg := during[k%len(during)]
+					start := time.Now()
+					resp, err := client.Get(p.url + pg.path)
+					if err != nil {
+						continue
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == 200 {
+						lat[pg.name] = append(lat[pg.name], float64(time.Since(start).Microseconds())/1000)
+					}
+				}
+			})
+			var health string
+			caught := p.waitFor(b, "/health", func(_ int, body string) bool { health = body; return strings.Contains(body, `"ok"`) })
+			close(stop)
+			wg.Wait()
 			b.ReportMetric(first.Seconds(), label+"-first-page-s")
 			b.ReportMetric(caught.Seconds(), label+"-caught-up-s")
 			if label == "cold" {
 				b.ReportMetric(float64(n)/caught.Seconds(), "cold-entries/s")
+				for _, pg := range during {
+					if ds := lat[pg.name]; len(ds) > 0 {
+						slices.Sort(ds)
+						b.ReportMetric(ds[len(ds)/2], "catching-up-"+pg.name+"-p50-ms")
+						b.ReportMetric(ds[len(ds)*99/100], "catching-up-"+pg.name+"-p99-ms")
+					}
+				}
 			}
-			return p
+			return p, health
 		}
-		p := run("cold")
+		p, _ := run("cold")
 		entry := p.body(b, fmt.Sprintf("/entry/%d", n/2))
 		hash := regexp.MustCompile(`<dt>Chain hash</dt><dd><code>(sha256:[0-9a-f]{64})</code>`).FindStringSubmatch(entry)
 		session := regexp.MustCompile(`href="(/session/\d+)" id="session-link"`).FindStringSubmatch(entry)
@@ -79,6 +116,10 @@ func BenchmarkExplore(b *testing.B) {
 			{"search-hash", "/search?q=" + hash[1]},
 			{"search-tool-deny", "/search?tool=Read&decision=deny"},
 			{"search-rare", "/search?kind=unmediated&tool=Write"},
+			{"search-none", "/search?tool=NoSuchTool"},
+			{"search-bad", "/search?kind=bad"},
+			{"search-hour", "/search?" + url.Values{"from": {hourAt(n / 2)}, "to": {hourAt(n/2 + 3600/17)}}.Encode()},
+			{"search-deep", fmt.Sprintf("/search?decision=deny&before=%d", n/10)},
 			{"session", session[1]},
 			{"issuer", issuer[1]},
 		} {
@@ -90,9 +131,52 @@ func BenchmarkExplore(b *testing.B) {
 		if fi, err := os.Stat(filepath.Join(state, "explorer.db")); err == nil {
 			b.ReportMetric(float64(fi.Size())/float64(n), "index-bytes/entry")
 		}
-		p = run("restart")
+		p, health := run("restart")
 		b.ReportMetric(float64(p.stop(b))/1024, "restart-peak-RSS-MB")
+		// What the restarted process verified itself: nothing, as the log
+		// did not grow.
+		m := regexp.MustCompile(`"verified_since_start":(\d+)`).FindStringSubmatch(health)
+		if m == nil || m[1] != "0" {
+			b.Fatalf("restart: /health = %s, want verified_since_start 0", health)
+		}
+		b.ReportMetric(0, "restart-verified-entries")
 	}
+}
+
+// benchLog returns the storage directory, key and witness policy file of a
+// cosigned log of n entries. With DOCKET_EXPLORE_BENCH_DIR set, it is kept
+// there (DIR/log, DIR/log.vkey, DIR/policy) and reused by later runs of the
+// same n: building 10^6 entries takes many minutes.
+func benchLog(b *testing.B, n int) (dir, vkey, policy string) {
+	keep := os.Getenv("DOCKET_EXPLORE_BENCH_DIR")
+	if keep != "" {
+		k, err1 := os.ReadFile(filepath.Join(keep, "log.vkey"))
+		size, err2 := os.ReadFile(filepath.Join(keep, "entries"))
+		if err1 == nil && err2 == nil && strings.TrimSpace(string(size)) == strconv.Itoa(n) {
+			return filepath.Join(keep, "log"), strings.TrimSpace(string(k)), filepath.Join(keep, "policy")
+		}
+	} else {
+		keep = b.TempDir()
+	}
+	start := time.Now()
+	f := newFixture(b, n, 8)
+	b.Logf("fixture of %d entries built in %v", n, time.Since(start).Round(time.Second))
+	os.RemoveAll(filepath.Join(keep, "log"))
+	if err := os.CopyFS(filepath.Join(keep, "log"), os.DirFS(f.Dir)); err != nil {
+		b.Fatal(err)
+	}
+	for name, data := range map[string]string{"log.vkey": f.VKey, "policy": f.Policy, "entries": strconv.Itoa(n)} {
+		if err := os.WriteFile(filepath.Join(keep, name), []byte(strings.TrimSpace(data)+"\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return filepath.Join(keep, "log"), f.VKey, filepath.Join(keep, "policy")
+}
+
+// hourAt is the time of the fixture's entry i (newFixture issues them 17 s
+// apart), as a search form gives it.
+func hourAt(i int) string {
+	return time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 17 * time.Second).Format("2006-01-02T15:04")
 }
 
 // ed25519Floor is how many Ed25519 signatures every core of this machine

@@ -94,9 +94,43 @@ type Explorer struct {
 	status    *status
 
 	// summaries and verdicts cache issuer summaries and session verdicts
-	// per verified size.
-	summaries sync.Map
-	verdicts  sync.Map
+	// of the latest verified size.
+	summaries sizeCache[int64, issuerSummary]
+	verdicts  sizeCache[int64, sessionInfo]
+
+	// verified counts the entries this process verified: a restart over
+	// an index verifies only the entries that are new (see /health).
+	verified atomic.Uint64
+}
+
+// A sizeCache holds what pages computed from the verified prefix of one
+// size, at most cacheSize values: a larger size, or a full cache, empties
+// it. It is safe for concurrent use.
+type sizeCache[K comparable, V any] struct {
+	mu   sync.Mutex // guards size and m
+	size uint64
+	m    map[K]V
+}
+
+const cacheSize = 4096
+
+func (c *sizeCache[K, V]) get(size uint64, k K) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok && c.size == size
+}
+
+func (c *sizeCache[K, V]) put(size uint64, k K, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case size < c.size:
+		return
+	case size > c.size || len(c.m) >= cacheSize:
+		c.size, c.m = size, map[K]V{}
+	}
+	c.m[k] = v
 }
 
 // A view is the verified prefix [0, size) of the log, consistent with the

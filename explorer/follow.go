@@ -150,6 +150,7 @@ func (e *Explorer) cycle(ctx context.Context) error {
 				}
 				return
 			}
+			e.verified.Add(uint64(len(p.rows)))
 			e.publish(&view{size: p.st.size, hashes: p.st.hashes, cp: raw, cpInfo: cp, target: cp.Size})
 		}
 		committed <- nil

@@ -20,6 +20,15 @@ import (
 // the state that lets a restart read only what is new: the verified prefix
 // of the log, its compact range, and the checkpoint it verified under.
 //
+// Every page reads a bounded number of rows whatever the log's size: lists
+// page by keyset (idx below or above a cursor, never OFFSET), counts are
+// kept running rather than counted, and each filter of the search has an
+// index that yields its rows in log order (tool; partial indexes for the
+// rare kinds and decisions, so that a search for what is not there reads
+// nothing), or, for a time range, the spans table: the earliest and latest
+// issued_at of each entry bundle, which bounds the entries a range can
+// hold.
+//
 // One goroutine (the follower) writes, one transaction per verified
 // chunk; pages read at the same time (WAL), and only below the verified
 // size they were given, so a page never shows what is being written.
@@ -47,7 +56,15 @@ CREATE INDEX IF NOT EXISTS entries_session ON entries (session, seq, idx);
 CREATE TABLE IF NOT EXISTS hourly (
 	hour INTEGER NOT NULL, issuer INTEGER NOT NULL, outcome TEXT NOT NULL, n INTEGER NOT NULL,
 	PRIMARY KEY (hour, issuer, outcome)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS hourly_issuer ON hourly (issuer, hour);
 CREATE TABLE IF NOT EXISTS kinds (kind TEXT PRIMARY KEY, n INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS entries_tool ON entries (tool, idx);
+CREATE INDEX IF NOT EXISTS entries_unmediated ON entries (idx) WHERE kind = 'unmediated';
+CREATE INDEX IF NOT EXISTS entries_bad ON entries (idx) WHERE kind = 'bad';
+CREATE INDEX IF NOT EXISTS entries_deny ON entries (idx) WHERE kind = 'decision' AND decision = 'deny';
+CREATE INDEX IF NOT EXISTS entries_ask ON entries (idx) WHERE kind = 'decision' AND decision IN ('require_approval', 'ask');
+CREATE INDEX IF NOT EXISTS entries_not_enforced ON entries (idx) WHERE kind = 'decision' AND enforced = 0;
+CREATE TABLE IF NOT EXISTS spans (bundle INTEGER PRIMARY KEY, lo INTEGER NOT NULL, hi INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS witnesses (name TEXT PRIMARY KEY, size INTEGER NOT NULL);
 `
 
@@ -62,6 +79,16 @@ func openIndex(ctx context.Context, path string) (*index, error) {
 	}
 	db.SetMaxOpenConns(8)
 	if _, err := db.ExecContext(ctx, schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("creating the explorer index: %w", err)
+	}
+	// An index written before spans were kept gets them once, from its rows.
+	var spans bool
+	err = db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM spans)`).Scan(&spans)
+	if err == nil && !spans {
+		_, err = db.ExecContext(ctx, `INSERT INTO spans (bundle, lo, hi) SELECT idx / 256, min(at), max(at) FROM entries WHERE at > 0 GROUP BY idx / 256`)
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("creating the explorer index: %w", err)
 	}
@@ -199,7 +226,7 @@ func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
 	}
 	defer tx.Rollback()
 	w := &writer{ctx: ctx, tx: tx, issuers: map[string]int64{}, sessions: map[sessKey]*sessionState{},
-		counts: map[int64]*issuerCounts{}, hours: map[hourKey]int64{}, kinds: map[string]int64{}}
+		counts: map[int64]*issuerCounts{}, hours: map[hourKey]int64{}, kinds: map[string]int64{}, spans: map[uint64]*span{}}
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO entries (idx, leaf, hash, issuer, session, seq, iseq, kind, event, tool, decision, reason,
 		policies, at, issued, prev, dech, enforced, hw, final, head, err) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
@@ -243,6 +270,9 @@ func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
 					w.hours[hourKey{r.At / 3_600_000, iid, o}]++
 				}
 			}
+		}
+		if r.At > 0 {
+			w.span(r)
 		}
 		enforced := 1
 		if !r.Enforced {
@@ -298,7 +328,24 @@ type writer struct {
 	counts   map[int64]*issuerCounts
 	hours    map[hourKey]int64
 	kinds    map[string]int64
+	spans    map[uint64]*span
 }
+
+// A span is the earliest and latest issued_at (Unix milliseconds) of the
+// entries of one entry bundle.
+type span struct{ lo, hi int64 }
+
+func (w *writer) span(r *row) {
+	b := r.Index / spanWidth
+	if s := w.spans[b]; s != nil {
+		s.lo, s.hi = min(s.lo, r.At), max(s.hi, r.At)
+		return
+	}
+	w.spans[b] = &span{r.At, r.At}
+}
+
+// spanWidth is how many entries a span covers: an entry bundle's.
+const spanWidth = 256
 
 // notEnforced counts, in the kinds table, decisions not enforced.
 const notEnforced = "decision-not-enforced"
@@ -373,6 +420,12 @@ func (w *writer) flush() error {
 	}
 	for k, n := range w.kinds {
 		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO kinds (kind, n) VALUES (?, ?) ON CONFLICT (kind) DO UPDATE SET n = n + excluded.n`, k, n); err != nil {
+			return err
+		}
+	}
+	for b, sp := range w.spans {
+		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO spans (bundle, lo, hi) VALUES (?, ?, ?)
+			ON CONFLICT (bundle) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)`, b, sp.lo, sp.hi); err != nil {
 			return err
 		}
 	}

@@ -28,15 +28,18 @@ import (
 
 // Limits on what one page lists.
 const (
-	pageRows    = 50     // entries on a page of entries
-	sessionRows = 100    // receipts on a page of a session
-	issuerList  = 50     // issuers on a page of issuers
-	indexPage   = 1000   // entries in a page of an issuer's index.json
-	jsonlPage   = 10_000 // entries in a page of a JSONL download
-	gapsShown   = 100    // runs of missing issuer_sequence on an issuer's page
-	chartHours  = 48     // hours the decisions chart spans
-	chartTop    = 8      // issuers the per-issuer chart shows
+	pageRows    = 50   // entries on a page of entries
+	sessionRows = 100  // receipts on a page of a session
+	issuerList  = 50   // issuers on a page of issuers
+	indexPage   = 1000 // entries in a page of an issuer's index.json
+	gapsShown   = 100  // runs of missing issuer_sequence on an issuer's page
+	chartHours  = 48   // hours the decisions chart spans
+	chartTop    = 8    // issuers the per-issuer chart shows
 )
+
+// jsonlPage is how many entries a page of a JSONL download holds. Tests
+// make it smaller.
+var jsonlPage = 10_000
 
 // csp is the Content Security Policy of every answer: nothing but the
 // same-origin stylesheet, no script, forms only to the explorer itself.
@@ -132,7 +135,9 @@ func progressOf(v *view, st *status) progress {
 
 func (e *Explorer) health(w http.ResponseWriter, r *http.Request) {
 	v, st := e.current()
-	body := map[string]any{"verified": v.size, "checkpoint_size": v.target}
+	// verified_since_start: what this process verified itself; the rest
+	// of "verified" it had in its index.
+	body := map[string]any{"verified": v.size, "checkpoint_size": v.target, "verified_since_start": e.verified.Load()}
 	code := http.StatusOK
 	switch {
 	case st != nil && st.err != nil:
@@ -201,10 +206,22 @@ func scanRows(rows *sql.Rows) ([]*entryRow, error) {
 
 // Headline is the entry's one-line summary: "DENY · Read · secrets-by-name · 08:55:15Z".
 func (r *entryRow) Headline() string {
+	parts := r.summary()
+	if t := clock(r.Issued); t != "" {
+		parts = append(parts, t)
+	}
+	return strings.Join(nonEmpty(parts), " · ")
+}
+
+// Summary is the headline without the time, for lists that show the time
+// in a column of its own: "DENY · Read · secrets-by-name".
+func (r *entryRow) Summary() string { return strings.Join(nonEmpty(r.summary()), " · ") }
+
+func (r *entryRow) summary() []string {
 	var parts []string
 	switch r.Kind {
 	case kindBad:
-		return "INVALID ENTRY · " + r.Err
+		return []string{"INVALID ENTRY", r.Err}
 	case kindLifecycle:
 		parts = append(parts, strings.ToUpper(strings.ReplaceAll(r.Event, "_", " ")))
 	case kindUnmediated:
@@ -227,10 +244,7 @@ func (r *entryRow) Headline() string {
 			parts = append(parts, r.Reason)
 		}
 	}
-	if t := clock(r.Issued); t != "" {
-		parts = append(parts, t)
-	}
-	return strings.Join(nonEmpty(parts), " · ")
+	return parts
 }
 
 func nonEmpty(ss []string) []string {
@@ -347,14 +361,19 @@ func (f filter) where() (string, []any, error) {
 	if f.Tool != "" {
 		add("e.tool = ?", f.Tool)
 	}
+	// Kinds and decisions are written as literals (from the lists above,
+	// never the query's text): SQLite uses a partial index only for a
+	// query that names its condition as written in the schema.
 	switch f.Decision {
 	case "":
-	case "allow", "deny":
-		add("e.decision = ? AND e.kind = 'decision'", f.Decision)
+	case "allow":
+		add("e.kind = 'decision' AND e.decision = 'allow'")
+	case "deny":
+		add("e.kind = 'decision' AND e.decision = 'deny'")
 	case "ask", "require_approval":
-		add("e.decision IN ('require_approval', 'ask') AND e.kind = 'decision'")
+		add("e.kind = 'decision' AND e.decision IN ('require_approval', 'ask')")
 	case "not_enforced":
-		add("e.enforced = 0 AND e.kind = 'decision'")
+		add("e.kind = 'decision' AND e.enforced = 0")
 	default:
 		return "", nil, errors.New("decision is one of allow, deny, ask, not_enforced")
 	}
@@ -362,12 +381,17 @@ func (f filter) where() (string, []any, error) {
 		if !kinds[f.Kind] {
 			return "", nil, errors.New("kind is one of decision, execution, lifecycle, unmediated, bad")
 		}
-		add("e.kind = ?", f.Kind)
+		add("e.kind = '" + f.Kind + "'")
 	}
 	for _, b := range []struct {
-		v, op string
-		end   bool
-	}{{f.From, ">=", false}, {f.To, "<", true}} {
+		v, op, bound string
+		end          bool
+	}{
+		// Only the bundles whose span reaches into the range can hold its
+		// entries: bound the scan of the log by the first and last.
+		{f.From, ">=", "e.idx >= coalesce((SELECT min(bundle) FROM spans WHERE hi >= ?), 1 << 50) * 256", false},
+		{f.To, "<", "e.idx < coalesce((SELECT max(bundle) FROM spans WHERE lo < ?) + 1, 0) * 256", true},
+	} {
 		if b.v == "" {
 			continue
 		}
@@ -375,7 +399,7 @@ func (f filter) where() (string, []any, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		add("e.at "+b.op+" ? AND e.at > 0", t.UnixMilli())
+		add("e.at "+b.op+" ? AND e.at > 0 AND "+b.bound, t.UnixMilli(), t.UnixMilli())
 	}
 	if len(conds) == 0 {
 		return "1", nil, nil
@@ -494,6 +518,7 @@ func cloneValues(v url.Values) url.Values {
 // A witnessRow is a witness of the policy as the home page lists it.
 type witnessRow struct {
 	Name     string
+	Key      string // the name of its key
 	Cosigned bool
 	Latest   int64
 }
@@ -520,7 +545,7 @@ func (e *Explorer) witnessRows(ctx context.Context, v *view) ([]witnessRow, stri
 	var out []witnessRow
 	for _, w := range p.Witnesses {
 		n, err := note.Open(v.cp, note.VerifierList(w.Verifier()))
-		out = append(out, witnessRow{Name: w.Name, Cosigned: err == nil && len(n.Sigs) == 1, Latest: latest[w.Name]})
+		out = append(out, witnessRow{Name: w.Name, Key: w.Verifier().Name(), Cosigned: err == nil && len(n.Sigs) == 1, Latest: latest[w.Name]})
 	}
 	quorum := p.Quorum
 	for _, g := range p.Groups {
@@ -895,17 +920,19 @@ func (e *Explorer) receipt(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// An issuerSummary is a summary and how many runs of missing
+// issuer_sequence it leaves out.
+type issuerSummary struct {
+	s        *audit.IndexSummary
+	moreGaps int
+}
+
 // summary is what `docket verify-index` concludes of the issuer's whole
 // index, computed in the database: the count, the runs of missing
 // issuer_sequence, the high-water mark.
 func (e *Explorer) summary(ctx context.Context, v *view, issuer int64) (*audit.IndexSummary, int, error) {
-	type key struct {
-		issuer int64
-		size   uint64
-	}
-	if s, ok := e.summaries.Load(key{issuer, v.size}); ok {
-		c := s.([2]any)
-		return c[0].(*audit.IndexSummary), c[1].(int), nil
+	if c, ok := e.summaries.get(v.size, issuer); ok {
+		return c.s, c.moreGaps, nil
 	}
 	s := &audit.IndexSummary{}
 	var maxSeq, distinct int64
@@ -943,7 +970,7 @@ func (e *Explorer) summary(ctx context.Context, v *view, issuer int64) (*audit.I
 	if len(s.Gaps) > 0 {
 		s.Complete = s.Gaps[0].From - 1
 	}
-	e.summaries.Store(key{issuer, v.size}, [2]any{s, moreGaps})
+	e.summaries.put(v.size, issuer, issuerSummary{s, moreGaps})
 	return s, moreGaps, nil
 }
 
@@ -1009,14 +1036,9 @@ func (e *Explorer) issuerIndex(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var after int64 = -1
-	if s := r.URL.Query().Get("after"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			httpError(w, http.StatusBadRequest, errBadCursor.Error())
-			return
-		}
-		after = n
+	after, ok := afterIndex(w, r)
+	if !ok {
+		return
 	}
 	rows, err := e.idx.db.QueryContext(ctx, `SELECT idx, coalesce(iseq, 0), coalesce(seq, 0), CASE WHEN event = 'issuer_checkpoint' THEN coalesce(hw, 0) ELSE 0 END,
 		(SELECT sid FROM sessions WHERE id = e.session) FROM entries e WHERE issuer = ? AND idx > ? AND idx < ? ORDER BY idx LIMIT ?`, id, after, v.size, indexPage+1)
@@ -1126,16 +1148,9 @@ func (e *Explorer) session(w http.ResponseWriter, r *http.Request) {
 		e.dbError(w, err)
 		return
 	}
-	var afterSeq, afterIdx int64 = -1 << 62, -1
-	if c := r.URL.Query().Get("after"); c != "" {
-		a, b, ok := strings.Cut(c, ".")
-		x, err1 := strconv.ParseInt(a, 10, 64)
-		y, err2 := strconv.ParseInt(b, 10, 64)
-		if !ok || err1 != nil || err2 != nil {
-			httpError(w, http.StatusBadRequest, "after is SEQUENCE.ENTRY")
-			return
-		}
-		afterSeq, afterIdx = x, y
+	afterSeq, afterIdx, ok := chainCursor(w, r)
+	if !ok {
+		return
 	}
 	rows, err := e.idx.db.QueryContext(ctx, "SELECT "+rowColumns+" WHERE e.session = ? AND (e.seq, e.idx) > (?, ?) AND e.idx < ? ORDER BY e.seq, e.idx LIMIT ?",
 		s.ID, afterSeq, afterIdx, v.size, sessionRows+1)
@@ -1165,6 +1180,39 @@ func (e *Explorer) session(w http.ResponseWriter, r *http.Request) {
 	render(w, code, "session", map[string]any{"Progress": progressOf(v, st), "S": s, "Rows": rs, "Next": next, "First": afterIdx < 0})
 }
 
+// chainCursor reads the after=SEQUENCE.ENTRY of a page in chain order:
+// the place in it of the last receipt of the page before. Without one it
+// returns a place before every receipt; a malformed one is answered 400.
+func chainCursor(w http.ResponseWriter, r *http.Request) (seq, idx int64, ok bool) {
+	c := r.URL.Query().Get("after")
+	if c == "" {
+		return -1 << 62, -1, true
+	}
+	a, b, cut := strings.Cut(c, ".")
+	seq, err1 := strconv.ParseInt(a, 10, 64)
+	idx, err2 := strconv.ParseInt(b, 10, 64)
+	if !cut || err1 != nil || err2 != nil {
+		httpError(w, http.StatusBadRequest, "after is SEQUENCE.ENTRY")
+		return 0, 0, false
+	}
+	return seq, idx, true
+}
+
+// afterIndex reads the after=N of a page in log order: the last entry of
+// the page before, -1 without one; a malformed one is answered 400.
+func afterIndex(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	s := r.URL.Query().Get("after")
+	if s == "" {
+		return -1, true
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		httpError(w, http.StatusBadRequest, errBadCursor.Error())
+		return 0, false
+	}
+	return n, true
+}
+
 func (e *Explorer) sessionDownload(w http.ResponseWriter, r *http.Request) {
 	v := e.downloadView(w)
 	if v == nil {
@@ -1175,7 +1223,7 @@ func (e *Explorer) sessionDownload(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	e.jsonl(w, r, v, "e.session = ?", []any{s.ID}, "e.seq, e.idx", fmt.Sprintf("session-%d", s.ID), true)
+	e.jsonl(w, r, v, "e.session = ?", []any{s.ID}, fmt.Sprintf("session-%d", s.ID), true)
 }
 
 func (e *Explorer) search(w http.ResponseWriter, r *http.Request) {
@@ -1210,55 +1258,54 @@ func (e *Explorer) searchDownload(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "search: "+err.Error())
 		return
 	}
-	e.jsonl(w, r, v, cond, args, "e.idx", "entries", false)
+	e.jsonl(w, r, v, cond, args, "entries", false)
 }
 
-// jsonl streams a page of jsonlPage matching entries in order as JSONL:
-// the receipts when receiptsOnly, else the log entries (each with its
-// public key), each leaf read from the log and checked against the one
-// verified. The next page is in the Link header (after=N).
-func (e *Explorer) jsonl(w http.ResponseWriter, r *http.Request, v *view, cond string, args []any, order, name string, receiptsOnly bool) {
+// jsonl streams a page of jsonlPage matching entries as JSONL: in chain
+// order, the receipts (inChain, for a session), else in log order, the log
+// entries (each with its public key). Each leaf is read from the log and
+// checked against the one verified. The next page is in the Link header:
+// after=N in log order, after=SEQUENCE.ENTRY in chain order; either way a
+// page reads only its own rows of the index.
+func (e *Explorer) jsonl(w http.ResponseWriter, r *http.Request, v *view, cond string, args []any, name string, inChain bool) {
 	ctx := r.Context()
-	after := int64(-1)
-	if s := r.URL.Query().Get("after"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			httpError(w, http.StatusBadRequest, errBadCursor.Error())
+	q := "SELECT e.idx, e.seq, e.leaf FROM entries e WHERE (" + cond + ") AND "
+	qargs := append([]any{}, args...)
+	if inChain {
+		seq, idx, ok := chainCursor(w, r)
+		if !ok {
 			return
 		}
-		after = n
-	}
-	cursor := "e.idx > ?"
-	if receiptsOnly {
-		// Chain order: after is the position in it, counted from 0.
-		cursor = "1"
-	}
-	q := "SELECT e.idx, e.leaf FROM entries e WHERE (" + cond + ") AND " + cursor + " AND e.idx < ? ORDER BY " + order + " LIMIT ? OFFSET ?"
-	qargs := append([]any{}, args...)
-	offset := int64(0)
-	if receiptsOnly {
-		offset = max(after, 0)
+		q += "(e.seq, e.idx) > (?, ?) AND e.idx < ? ORDER BY e.seq, e.idx LIMIT ?"
+		qargs = append(qargs, seq, idx)
 	} else {
+		after, ok := afterIndex(w, r)
+		if !ok {
+			return
+		}
+		q += "e.idx > ? AND e.idx < ? ORDER BY e.idx LIMIT ?"
 		qargs = append(qargs, after)
 	}
-	qargs = append(qargs, v.size, jsonlPage+1, offset)
+	qargs = append(qargs, v.size, jsonlPage+1)
 	type item struct {
 		idx  uint64
+		seq  sql.NullInt64
 		leaf []byte
 	}
 	rows, err := e.idx.db.QueryContext(ctx, q, qargs...)
-	items, err := collect(rows, err, func(rows *sql.Rows, it *item) error { return rows.Scan(&it.idx, &it.leaf) })
+	items, err := collect(rows, err, func(rows *sql.Rows, it *item) error { return rows.Scan(&it.idx, &it.seq, &it.leaf) })
 	if err != nil {
 		e.dbError(w, err)
 		return
 	}
 	if len(items) > jsonlPage {
 		items = items[:jsonlPage]
+		last := items[len(items)-1]
 		nq := cloneValues(r.URL.Query())
-		if receiptsOnly {
-			nq.Set("after", fmt.Sprint(offset+jsonlPage))
+		if inChain {
+			nq.Set("after", fmt.Sprintf("%d.%d", last.seq.Int64, last.idx))
 		} else {
-			nq.Set("after", fmt.Sprint(items[len(items)-1].idx))
+			nq.Set("after", fmt.Sprint(last.idx))
 		}
 		w.Header().Set("Link", "<"+r.URL.Path+"?"+nq.Encode()+`>; rel="next"`)
 	}
@@ -1277,7 +1324,7 @@ func (e *Explorer) jsonl(w http.ResponseWriter, r *http.Request, v *view, cond s
 		var line []byte
 		if err == nil {
 			line = leaf
-			if receiptsOnly {
+			if inChain {
 				var entry struct {
 					Receipt json.RawMessage `json:"receipt"`
 				}

@@ -14,12 +14,8 @@ import (
 // in s.Broken (the first break, "" when none), s.LastSeq, s.Ended and
 // s.Missing (sequences absent, which a later entry may still bring).
 func (e *Explorer) verdict(ctx context.Context, v *view, s *sessionInfo) error {
-	type key struct {
-		id   int64
-		size uint64
-	}
-	if c, ok := e.verdicts.Load(key{s.ID, v.size}); ok {
-		*s = c.(sessionInfo)
+	if c, ok := e.verdicts.get(v.size, s.ID); ok {
+		*s = c
 		return nil
 	}
 	rows, err := e.idx.db.QueryContext(ctx, `SELECT idx, seq, hash, prev, kind, event, coalesce(final, 0), head FROM entries
@@ -68,6 +64,6 @@ func (e *Explorer) verdict(ctx context.Context, v *view, s *sessionInfo) error {
 		return err
 	}
 	s.LastSeq, s.Ended = last.seq, ended && s.Broken == ""
-	e.verdicts.Store(key{s.ID, v.size}, *s)
+	e.verdicts.put(v.size, s.ID, *s)
 	return nil
 }

@@ -74,6 +74,8 @@ Options:
                           with the same DIR proves the log consistent with it and
                           reads and verifies only the entries added since
     -json                 one JSON object per finding
+    -explorer URL         link each finding to its pages on docket explore at URL
+                          (its evidence's entries, else its session or issuer)
     -require-reconciled   every selected session must end reconciled with its
                           agent's record (docs/hook.md)
 
@@ -156,8 +158,13 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	state := fs.String("state", "", "")
 	asJSON := fs.Bool("json", false, "")
 	requireReconciled := fs.Bool("require-reconciled", false, "")
+	explorerURL := fs.String("explorer", "", "")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
+	}
+	if err := checkExplorerURL(*explorerURL); err != nil {
+		errorf(stderr, "audit: %v", err)
+		return 2
 	}
 	var presented atomic.Int64
 	chains, b, err := readPresented(ctx, fs.Args(), &presented)
@@ -222,12 +229,13 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			violations++
 		}
 		if *asJSON {
-			j, _ := json.Marshal(fd)
+			j, _ := json.Marshal(withExplorerPages(fd, *explorerURL))
 			fmt.Fprintf(stdout, "%s\n", j)
 		}
 	}
 	if !*asJSON {
 		fmt.Fprint(stdout, audit.Report(findings))
+		fmt.Fprint(stdout, explorerLinks(findings, *explorerURL))
 	}
 	fmt.Fprintf(stderr, "docket: audited %s in %s against the log of size %d: %s\n", plural.Count(presented.Load(), "presented receipt"), plural.Count(len(chains), "chain"), cp.Size, plural.Count(violations, "finding"))
 	if violations > 0 {

@@ -10,10 +10,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/docketlog/docket/audit"
 	"github.com/docketlog/docket/explorer"
 )
 
@@ -87,4 +90,80 @@ func runExplore(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return 1
 	}
 	return 0
+}
+
+// checkExplorerURL refuses an -explorer that is not an http(s) URL.
+func checkExplorerURL(base string) error {
+	if base == "" {
+		return nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("-explorer %q: want the http(s) URL docket explore serves at", base)
+	}
+	return nil
+}
+
+// explorerPages returns the pages of the explorer at base that show what
+// f is about: the entries its evidence names (or the entry it is about),
+// else the entries of its session, else its issuer's page.
+func explorerPages(base string, f audit.Finding) []string {
+	base = strings.TrimSuffix(base, "/")
+	var pages []string
+	if f.EvidenceFile != "" {
+		if b, err := os.ReadFile(f.EvidenceFile); err == nil {
+			if ev, err := audit.ParseEvidence(b); err == nil {
+				for _, e := range ev.Entries {
+					pages = append(pages, fmt.Sprintf("%s/entry/%d", base, e.Index))
+				}
+			}
+		}
+	}
+	switch {
+	case len(pages) > 0:
+	case f.Index > 0:
+		pages = append(pages, fmt.Sprintf("%s/entry/%d", base, f.Index))
+	case f.Session != "":
+		pages = append(pages, base+"/search?"+url.Values{"issuer": {f.Issuer}, "session": {f.Session}}.Encode())
+	case f.Issuer != "":
+		pages = append(pages, base+"/issuer/"+url.PathEscape(f.Issuer))
+	}
+	return pages
+}
+
+// withExplorerPages is f as -json writes it: with its pages on the
+// explorer at base ("explorer"), when base is given.
+func withExplorerPages(f audit.Finding, base string) any {
+	if base == "" {
+		return f
+	}
+	return struct {
+		audit.Finding
+		Explorer []string `json:"explorer,omitempty"`
+	}{f, explorerPages(base, f)}
+}
+
+// explorerLinks lists, after a report, the pages on the explorer at base
+// of each finding that has some ("" without base).
+func explorerLinks(findings []audit.Finding, base string) string {
+	if base == "" {
+		return ""
+	}
+	var b strings.Builder
+	for _, f := range findings {
+		if pages := explorerPages(base, f); len(pages) > 0 {
+			if b.Len() == 0 {
+				b.WriteString("On the explorer:\n")
+			}
+			label := f.Kind
+			if f.Session != "" {
+				label += " in session " + f.Session
+			}
+			if f.Sequence > 0 {
+				label += fmt.Sprintf(" at sequence %d", f.Sequence)
+			}
+			fmt.Fprintf(&b, "  %s: %s\n", label, strings.Join(pages, " "))
+		}
+	}
+	return b.String()
 }
