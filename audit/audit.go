@@ -77,11 +77,13 @@ type Config struct {
 // audit could not be completed (undecidable), except that a log whose
 // entries do not match its signed root is a finding (root_mismatch).
 //
-// The presented chains are verified first, on all cores; a log entry that
-// holds byte for byte a presented receipt that verified, under the same
-// key, is not verified a second time. Its memory is that of a ledger
-// (ledger.go): about a hundred bytes per log entry and fifty per presented
-// receipt, whatever their size.
+// The log is read first, every entry verified on all cores; then the
+// presented chains, on all cores, where a receipt the log holds byte for
+// byte (its SHA-256 is a logged receipt's chain hash) is neither parsed nor
+// verified again: its chain is checked from the ledger's records
+// (presented.go). So each receipt costs one parse and one verification.
+// Its memory is that of a ledger (ledger.go): about a hundred bytes per log
+// entry and fifty per presented receipt, whatever their size.
 func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	if cfg.Size > math.MaxUint32 {
 		// A ledger's positions are 32 bits.
@@ -92,21 +94,28 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A presented receipt the log held, byte for byte, when an earlier
-	// audit read and verified it is not verified again either.
-	ps, invalid, err := verifyChains(cfg.Keys, chains, st.ledger.knownFunc())
-	if err != nil {
-		return nil, err
-	}
-	out.add(invalid...)
 	sel := selection{issuers: set(cfg.Issuers, nil), sessions: set(cfg.Sessions, Clip)}
-	if len(chains) > 0 && len(sel.issuers) == 0 {
-		sel.issuers = ps.kids
+	// presented verifies the presented chains against what the ledger
+	// holds of the log by then: a receipt logged byte for byte is not
+	// parsed or verified again.
+	presented := func(perm []uint32) (*presentedSet, error) {
+		ps, invalid, err := verifyChains(cfg.Keys, chains, st.ledger, perm)
+		if err != nil {
+			return nil, err
+		}
+		out.add(invalid...)
+		if len(chains) > 0 && len(sel.issuers) == 0 {
+			sel.issuers = ps.kids
+		}
+		return ps, nil
 	}
 
 	if f, err := st.check(ctx, cfg); f != nil || err != nil {
 		// The log is not consistent with the one audited before.
 		if err != nil {
+			return nil, err
+		}
+		if _, err := presented(st.ledger.byHash()); err != nil {
 			return nil, err
 		}
 		out.add(*f)
@@ -118,7 +127,7 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	l.recs = slices.Grow(l.recs, int(cfg.Size-min(cfg.Size, l.size())))
 	pr := newProgress(cfg.Progress, rng.End(), cfg.Size)
 	err = scanWith(ctx, cfg.Fetcher, rng.End(), cfg.Size, rng,
-		func(_ uint64, leaf []byte) parsed { return parseLedgerEntry(leaf, ps) },
+		func(_ uint64, leaf []byte) parsed { return parseLedgerEntry(leaf) },
 		func(p parsed) error {
 			l.add(p)
 			pr.tick(p.bad != nil)
@@ -129,12 +138,13 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	}
 	pr.done()
 	var rm *RootMismatchError
+	var mismatch []Finding // reported after the presented receipts' own findings
 	if errors.As(err, &rm) {
 		f, ferr := rootMismatch(ctx, cfg.Fetcher, cfg.Size, rm)
 		if ferr != nil {
 			return nil, ferr
 		}
-		out.add(f)
+		mismatch = append(mismatch, f)
 		// What the log served at that index is not in its tree: a bad
 		// entry there is the mismatch itself, not an entry the log holds.
 		l.bad.deleteFunc(func(b Finding) bool { return b.Kind == KindBadEntry && b.Index == f.Index })
@@ -143,11 +153,17 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	} else if err := st.save(cfg.Checkpoint, cfg.Size); err != nil {
 		return nil, err
 	}
+	perm := l.byHash()
+	ps, err := presented(perm)
+	if err != nil {
+		return nil, err
+	}
+	out.add(mismatch...)
 
 	var logFindings findingList
-	presented, unlogged := l.analyse(&sel, ps, &logFindings)
+	inLog, unlogged := l.analyse(&sel, ps, perm, &logFindings)
 	if len(chains) > 0 {
-		if err := compare(l, &sel, chains, ps, presented, &out); err != nil {
+		if err := compare(l, &sel, chains, ps, inLog, &out); err != nil {
 			return nil, err
 		}
 	}
