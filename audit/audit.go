@@ -173,10 +173,14 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	if err := l.reconciliationFindings(ctx, rd, &sel, cfg.RequireReconciled, &out); err != nil {
 		return nil, err
 	}
+	if len(unlogged) > 0 {
+		// analyse reordered it.
+		slices.SortFunc(perm, l.byHashCmp)
+	}
 	for _, idx := range unlogged {
 		r := &l.recs[idx]
 		x, _ := slices.BinarySearchFunc(l.execs, uint32(idx), func(x link, p uint32) int { return cmp.Compare(x.pos, p) })
-		if r.flags&flagLinkHash != 0 && ps.has(l.execs[x].hash) {
+		if r.flags&flagLinkHash != 0 && ps.has(l, perm, inLog, l.execs[x].hash) {
 			continue
 		}
 		rr := l.record(idx)
@@ -227,28 +231,28 @@ func checkRoot(rng *compact.Range, size uint64, root []byte, from uint64) error 
 // evidence.
 func compare(l *ledger, sel *selection, chains []Chain, ps *presentedSet, presented bitset, out *findingList) error {
 	// Dropped: read again only the chains that hold one.
-	for i := 0; i < len(ps.items); {
-		c := ps.items[i].chain
-		j := i
-		for j < len(ps.items) && ps.items[j].chain == c {
-			j++
+	for c := range chains {
+		from, to := ps.chain(c)
+		var dropped []uint32
+		for i := from; i < to; i++ {
+			if _, ok := ps.unlogged[i]; ok {
+				dropped = append(dropped, i-from)
+			}
 		}
-		items := ps.items[i:j]
-		i = j
-		if !slices.ContainsFunc(items, func(it presentedItem) bool { return it.hashed && !it.inLog }) {
+		if len(dropped) == 0 {
 			continue
 		}
 		rs, err := chains[c].receipts()
 		if err != nil {
 			return fmt.Errorf("%s: %w", chains[c].Source, err)
 		}
-		for _, it := range items {
-			if !it.hashed || it.inLog || int(it.pos) >= len(rs) {
+		for _, pos := range dropped {
+			if int(pos) >= len(rs) {
 				continue
 			}
 			// Members by their exact names: the strict parser, not
 			// encoding/json, which matches them case-insensitively.
-			doc, _ := strictjson.ParseObject(rs[it.pos])
+			doc, _ := strictjson.ParseObject(rs[pos])
 			payload, _ := doc["payload"].(map[string]any)
 			p := payloadFrom(payload)
 			issuer, _ := payload["issuer_id"].(string)
@@ -258,7 +262,7 @@ func compare(l *ledger, sel *selection, chains []Chain, ps *presentedSet, presen
 				continue
 			}
 			out.add(Finding{Kind: KindDropped, Issuer: issuer, Session: session, Sequence: p.Sequence, Source: chains[c].Source,
-				Message: fmt.Sprintf("%s receipt %d (session %q, sequence %d, %s) is not in the log of size %d", chains[c].Source, it.pos+1, session, p.Sequence, hashString(it.hash), l.size())})
+				Message: fmt.Sprintf("%s receipt %d (session %q, sequence %d, %s) is not in the log of size %d", chains[c].Source, pos+1, session, p.Sequence, hashString(ps.unlogged[from+pos]), l.size())})
 		}
 	}
 	type session struct{ issuer, session uint32 }

@@ -335,10 +335,12 @@ func (l *ledger) byHash() []uint32 {
 			perm = append(perm, uint32(i))
 		}
 	}
-	slices.SortFunc(perm, func(a, b uint32) int {
-		return cmp.Or(bytes.Compare(l.recs[a].hash[:], l.recs[b].hash[:]), cmp.Compare(a, b))
-	})
+	slices.SortFunc(perm, l.byHashCmp)
 	return perm
+}
+
+func (l *ledger) byHashCmp(a, b uint32) int {
+	return cmp.Or(bytes.Compare(l.recs[a].hash[:], l.recs[b].hash[:]), cmp.Compare(a, b))
 }
 
 // find returns the first position in perm (as byHash returned it) of an
@@ -385,8 +387,8 @@ func (l *ledger) record(idx uint64) *Record {
 // analyse adds to out what the log alone shows about the selection, in the
 // order View.LogFindings lists them: bad entries and equivocation (by
 // index), gaps per issuer, chain breaks and executions (by index), open
-// sessions. It marks the presented receipts found in the log (inLog) and
-// returns the log entries that were presented, and the selected
+// sessions. perm is l.byHash(), which it reorders. It returns the log
+// entries that were presented, and the selected
 // executions that link a decision that is not a selected logged receipt
 // (their indexes), for the caller to compare with what was presented.
 func (l *ledger) analyse(s *selection, ps *presentedSet, perm []uint32, out *findingList) (presented bitset, unlogged []uint64) {
@@ -397,24 +399,23 @@ func (l *ledger) analyse(s *selection, ps *presentedSet, perm []uint32, out *fin
 	}
 	var early, late []indexed // equivocation; chain breaks and executions
 
+	// The log entries presented: ps.at names the first entry of each hash,
+	// and every entry with that hash was presented.
+	presented = newBitset(n)
+	if ps != nil {
+		for _, at := range ps.at {
+			if at > 0 {
+				presented.set(uint64(at - 1))
+			}
+		}
+	}
 	// By hash (perm as byHash sorted it): duplicates (strict dedup in the
 	// log makes them impossible; the first index stands).
 	for i := 1; i < len(perm); i++ {
 		if l.recs[perm[i]].hash == l.recs[perm[i-1]].hash {
 			l.recs[perm[i]].flags |= flagDuplicate
-		}
-	}
-	presented = newBitset(n)
-	if ps != nil {
-		for i := range ps.items {
-			it := &ps.items[i]
-			if !it.hashed {
-				continue
-			}
-			j, _ := slices.BinarySearchFunc(perm, it.hash, func(p uint32, h [32]byte) int { return bytes.Compare(l.recs[p].hash[:], h[:]) })
-			for ; j < len(perm) && l.recs[perm[j]].hash == it.hash; j++ {
-				it.inLog = true
-				presented.set(uint64(perm[j]))
+			if presented.has(uint64(perm[i-1])) {
+				presented.set(uint64(perm[i]))
 			}
 		}
 	}
