@@ -77,11 +77,13 @@ type Config struct {
 // audit could not be completed (undecidable), except that a log whose
 // entries do not match its signed root is a finding (root_mismatch).
 //
-// The presented chains are verified first, on all cores; a log entry that
-// holds byte for byte a presented receipt that verified, under the same
-// key, is not verified a second time. Its memory is that of a ledger
-// (ledger.go): about a hundred bytes per log entry and fifty per presented
-// receipt, whatever their size.
+// The log is read first, every entry verified on all cores; then the
+// presented chains, on all cores, where a receipt the log holds byte for
+// byte (its SHA-256 is a logged receipt's chain hash) is neither parsed nor
+// verified again: its chain is checked from the ledger's records
+// (presented.go). So each receipt costs one parse and one verification.
+// Its memory is that of a ledger (ledger.go): about a hundred bytes per log
+// entry and fifty per presented receipt, whatever their size.
 func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	if cfg.Size > math.MaxUint32 {
 		// A ledger's positions are 32 bits.
@@ -92,21 +94,28 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A presented receipt the log held, byte for byte, when an earlier
-	// audit read and verified it is not verified again either.
-	ps, invalid, err := verifyChains(cfg.Keys, chains, st.ledger.knownFunc())
-	if err != nil {
-		return nil, err
-	}
-	out.add(invalid...)
 	sel := selection{issuers: set(cfg.Issuers, nil), sessions: set(cfg.Sessions, Clip)}
-	if len(chains) > 0 && len(sel.issuers) == 0 {
-		sel.issuers = ps.kids
+	// presented verifies the presented chains against what the ledger
+	// holds of the log by then: a receipt logged byte for byte is not
+	// parsed or verified again.
+	presented := func(perm []uint32) (*presentedSet, error) {
+		ps, invalid, err := verifyChains(cfg.Keys, chains, st.ledger, perm)
+		if err != nil {
+			return nil, err
+		}
+		out.add(invalid...)
+		if len(chains) > 0 && len(sel.issuers) == 0 {
+			sel.issuers = ps.kids
+		}
+		return ps, nil
 	}
 
 	if f, err := st.check(ctx, cfg); f != nil || err != nil {
 		// The log is not consistent with the one audited before.
 		if err != nil {
+			return nil, err
+		}
+		if _, err := presented(st.ledger.byHash()); err != nil {
 			return nil, err
 		}
 		out.add(*f)
@@ -118,7 +127,7 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	l.recs = slices.Grow(l.recs, int(cfg.Size-min(cfg.Size, l.size())))
 	pr := newProgress(cfg.Progress, rng.End(), cfg.Size)
 	err = scanWith(ctx, cfg.Fetcher, rng.End(), cfg.Size, rng,
-		func(_ uint64, leaf []byte) parsed { return parseLedgerEntry(leaf, ps) },
+		func(_ uint64, leaf []byte) parsed { return parseLedgerEntry(leaf) },
 		func(p parsed) error {
 			l.add(p)
 			pr.tick(p.bad != nil)
@@ -129,12 +138,13 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	}
 	pr.done()
 	var rm *RootMismatchError
+	var mismatch []Finding // reported after the presented receipts' own findings
 	if errors.As(err, &rm) {
 		f, ferr := rootMismatch(ctx, cfg.Fetcher, cfg.Size, rm)
 		if ferr != nil {
 			return nil, ferr
 		}
-		out.add(f)
+		mismatch = append(mismatch, f)
 		// What the log served at that index is not in its tree: a bad
 		// entry there is the mismatch itself, not an entry the log holds.
 		l.bad.deleteFunc(func(b Finding) bool { return b.Kind == KindBadEntry && b.Index == f.Index })
@@ -143,11 +153,17 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	} else if err := st.save(cfg.Checkpoint, cfg.Size); err != nil {
 		return nil, err
 	}
+	perm := l.byHash()
+	ps, err := presented(perm)
+	if err != nil {
+		return nil, err
+	}
+	out.add(mismatch...)
 
 	var logFindings findingList
-	presented, unlogged := l.analyse(&sel, ps, &logFindings)
+	inLog, unlogged := l.analyse(&sel, ps, perm, &logFindings)
 	if len(chains) > 0 {
-		if err := compare(l, &sel, chains, ps, presented, &out); err != nil {
+		if err := compare(l, &sel, chains, ps, inLog, &out); err != nil {
 			return nil, err
 		}
 	}
@@ -157,10 +173,14 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	if err := l.reconciliationFindings(ctx, rd, &sel, cfg.RequireReconciled, &out); err != nil {
 		return nil, err
 	}
+	if len(unlogged) > 0 {
+		// analyse reordered it.
+		slices.SortFunc(perm, l.byHashCmp)
+	}
 	for _, idx := range unlogged {
 		r := &l.recs[idx]
 		x, _ := slices.BinarySearchFunc(l.execs, uint32(idx), func(x link, p uint32) int { return cmp.Compare(x.pos, p) })
-		if r.flags&flagLinkHash != 0 && ps.has(l.execs[x].hash) {
+		if r.flags&flagLinkHash != 0 && ps.has(l, perm, inLog, l.execs[x].hash) {
 			continue
 		}
 		rr := l.record(idx)
@@ -211,28 +231,28 @@ func checkRoot(rng *compact.Range, size uint64, root []byte, from uint64) error 
 // evidence.
 func compare(l *ledger, sel *selection, chains []Chain, ps *presentedSet, presented bitset, out *findingList) error {
 	// Dropped: read again only the chains that hold one.
-	for i := 0; i < len(ps.items); {
-		c := ps.items[i].chain
-		j := i
-		for j < len(ps.items) && ps.items[j].chain == c {
-			j++
+	for c := range chains {
+		from, to := ps.chain(c)
+		var dropped []uint32
+		for i := from; i < to; i++ {
+			if _, ok := ps.unlogged[i]; ok {
+				dropped = append(dropped, i-from)
+			}
 		}
-		items := ps.items[i:j]
-		i = j
-		if !slices.ContainsFunc(items, func(it presentedItem) bool { return it.hashed && !it.inLog }) {
+		if len(dropped) == 0 {
 			continue
 		}
 		rs, err := chains[c].receipts()
 		if err != nil {
 			return fmt.Errorf("%s: %w", chains[c].Source, err)
 		}
-		for _, it := range items {
-			if !it.hashed || it.inLog || int(it.pos) >= len(rs) {
+		for _, pos := range dropped {
+			if int(pos) >= len(rs) {
 				continue
 			}
 			// Members by their exact names: the strict parser, not
 			// encoding/json, which matches them case-insensitively.
-			doc, _ := strictjson.ParseObject(rs[it.pos])
+			doc, _ := strictjson.ParseObject(rs[pos])
 			payload, _ := doc["payload"].(map[string]any)
 			p := payloadFrom(payload)
 			issuer, _ := payload["issuer_id"].(string)
@@ -242,7 +262,7 @@ func compare(l *ledger, sel *selection, chains []Chain, ps *presentedSet, presen
 				continue
 			}
 			out.add(Finding{Kind: KindDropped, Issuer: issuer, Session: session, Sequence: p.Sequence, Source: chains[c].Source,
-				Message: fmt.Sprintf("%s receipt %d (session %q, sequence %d, %s) is not in the log of size %d", chains[c].Source, it.pos+1, session, p.Sequence, hashString(it.hash), l.size())})
+				Message: fmt.Sprintf("%s receipt %d (session %q, sequence %d, %s) is not in the log of size %d", chains[c].Source, pos+1, session, p.Sequence, hashString(ps.unlogged[from+pos]), l.size())})
 		}
 	}
 	type session struct{ issuer, session uint32 }

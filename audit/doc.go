@@ -8,8 +8,8 @@
 // [Run] is the auditor: it compares the log with the session chains it was
 // shown and reports what was dropped, withheld or equivocated, gaps in the
 // issuers' own issuer_sequence, chain breaks and unlinked executions. It
-// verifies each receipt once (a log entry byte for byte a verified
-// presented receipt is not verified again) and keeps a ledger of
+// parses and verifies each receipt once (a presented receipt byte for byte
+// a logged one is checked from the log's record of it) and keeps a ledger of
 // fixed-size records, about a hundred bytes per entry whatever the entries
 // hold; with Config.StateDir the ledger is kept, and the next audit reads
 // only the entries added since.

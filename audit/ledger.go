@@ -43,6 +43,10 @@ type ledger struct {
 	sessions  []sessionInfo // sessions[0] is the empty session
 
 	bad findingList // bad entries, at most MaxPerKind listed
+
+	// factsFrom is the first record with flagAllow…flagOtherKey: records
+	// an older docket saved (state.go) lack them.
+	factsFrom uint64
 }
 
 // rec is what the ledger keeps of one log entry: 96 bytes.
@@ -77,9 +81,10 @@ type sessKey struct {
 
 type issuerInfo struct {
 	kid        string
-	legacy     int    // receipts without issuer_sequence
-	highWater  int64  // highest issuer_high_water of an issuer checkpoint
-	checkpoint uint64 // its index, if hasCP
+	pub        ed25519.PublicKey // of its first entry (flagOtherKey)
+	legacy     int               // receipts without issuer_sequence
+	highWater  int64             // highest issuer_high_water of an issuer checkpoint
+	checkpoint uint64            // its index, if hasCP
 	hasCP      bool
 }
 
@@ -110,6 +115,12 @@ const (
 	flagUnmediated             // hook_event unmediated_call (unmediated.go)
 	flagTranscript             // a transcript_hash member, not empty
 	flagReconciled             // a transcript_hash of a record read whole: "sha256:…"
+	// What a presented receipt's chain check reads from its logged copy
+	// instead of parsing it again (presented.go).
+	flagAllow      // decision "allow"
+	flagRef        // a decision_receipt_hash member that is a string
+	flagIDMismatch // a draft-04 payload whose issuer_id is not the kid
+	flagOtherKey   // signed by another key than the first entry of its kid
 )
 
 func newLedger() *ledger {
@@ -124,6 +135,7 @@ type parsed struct {
 	bad       error
 	r         rec
 	kid       string
+	pub       ed25519.PublicKey
 	session   string
 	issuedAt  string
 	highWater int64
@@ -133,33 +145,20 @@ type parsed struct {
 }
 
 // parseLedgerEntry verifies one log entry (strict form, kid, Ed25519
-// signature unless known vouches for the exact receipt) and reads what the
-// ledger keeps of it.
-func parseLedgerEntry(leaf []byte, ps *presentedSet) parsed {
+// signature) and reads what the ledger keeps of it.
+func parseLedgerEntry(leaf []byte) parsed {
 	var p parsed
-	var hash [32]byte
-	hashed := false
-	known := func(receipt []byte, pub ed25519.PublicKey) bool {
-		hash, hashed = sha256.Sum256(receipt), true
-		_, ok := ps.known(hash, pub)
-		return ok
-	}
-	if ps == nil {
-		known = nil
-	}
-	e, err := receipts.ParseEntryKnown(leaf, known)
+	e, err := receipts.ParseEntry(leaf)
 	if err != nil {
 		p.bad = err
 		p.r.flags = flagBad
 		return p
 	}
-	if !hashed {
-		hash = sha256.Sum256(e.Receipt)
-	}
+	hash := sha256.Sum256(e.Receipt)
 	m := e.Payload
 	str := func(k string) string { s, _ := m[k].(string); return s }
 	p.r.hash = hash
-	p.kid, p.session = e.KID, Clip(e.SessionID)
+	p.kid, p.pub, p.session = e.KID, e.PublicKey, Clip(e.SessionID)
 	p.r.seq = payloadInt(m, "sequence")
 	p.r.iseq = payloadInt(m, "issuer_sequence")
 	p.hasIseq = p.r.iseq > 0
@@ -184,10 +183,18 @@ func parseLedgerEntry(leaf []byte, ps *presentedSet) parsed {
 		p.r.flags |= flagUnmediated
 	}
 	switch str("decision") {
+	case receipts.Allow:
+		p.r.flags |= flagAllow
 	case receipts.Deny:
 		p.r.flags |= flagDeny
 	case receipts.RequireApproval:
 		p.r.flags |= flagApproval
+	}
+	if _, ok := m["decision_receipt_hash"].(string); ok {
+		p.r.flags |= flagRef
+	}
+	if str("spec") == receipts.Spec && str("issuer_id") != e.KID {
+		p.r.flags |= flagIDMismatch
 	}
 	if m["enforced"] == false {
 		p.r.flags |= flagUnenforced
@@ -261,6 +268,11 @@ func (l *ledger) add(p parsed) {
 	r := p.r
 	r.issuer = l.intern(p.kid)
 	is := &l.issuers[r.issuer]
+	if is.pub == nil {
+		is.pub = p.pub
+	} else if !is.pub.Equal(p.pub) {
+		r.flags |= flagOtherKey
+	}
 	if !p.hasIseq {
 		is.legacy++
 	}
@@ -305,37 +317,40 @@ func (l *ledger) intern(kid string) uint32 {
 	return id
 }
 
-// knownFunc returns, for a ledger read before, a receipts.Options.Known
-// that vouches for the receipts its entries hold: each was verified, under
-// the key of its issuer's kid, when it was read. It returns nil for an
-// empty ledger. The index it builds is 4 bytes per entry.
-func (l *ledger) knownFunc() func(string, ed25519.PublicKey) bool {
-	if len(l.recs) == 0 {
-		return nil
-	}
-	byHash := make([]uint32, 0, len(l.recs))
-	for i := range l.recs {
-		if l.recs[i].flags&flagBad == 0 {
-			byHash = append(byHash, uint32(i))
-		}
-	}
-	slices.SortFunc(byHash, func(a, b uint32) int { return bytes.Compare(l.recs[a].hash[:], l.recs[b].hash[:]) })
-	return func(hash string, pub ed25519.PublicKey) bool {
-		h, ok := chainHash(hash)
-		if !ok {
-			return false
-		}
-		i, found := slices.BinarySearchFunc(byHash, h, func(p uint32, h [32]byte) int { return bytes.Compare(l.recs[p].hash[:], h[:]) })
-		return found && l.issuers[l.recs[byHash[i]].issuer].kid == receipts.KID(pub)
-	}
-}
-
 func (l *ledger) fp(pos uint32) ([32]byte, bool) {
 	i, ok := slices.BinarySearchFunc(l.calls, pos, func(c call, p uint32) int { return cmp.Compare(c.pos, p) })
 	if !ok {
 		return [32]byte{}, false
 	}
 	return l.calls[i].fp, true
+}
+
+// byHash returns the positions of the valid entries, sorted by chain hash
+// and then position: 4 bytes per entry, the index by which presented
+// receipts are found (presented.go) and then analyse's permutation.
+func (l *ledger) byHash() []uint32 {
+	perm := make([]uint32, 0, len(l.recs))
+	for i := range l.recs {
+		if l.recs[i].flags&flagBad == 0 {
+			perm = append(perm, uint32(i))
+		}
+	}
+	slices.SortFunc(perm, l.byHashCmp)
+	return perm
+}
+
+func (l *ledger) byHashCmp(a, b uint32) int {
+	return cmp.Or(bytes.Compare(l.recs[a].hash[:], l.recs[b].hash[:]), cmp.Compare(a, b))
+}
+
+// find returns the first position in perm (as byHash returned it) of an
+// entry with chain hash h.
+func (l *ledger) find(perm []uint32, h [32]byte) (uint32, bool) {
+	i, ok := slices.BinarySearchFunc(perm, h, func(p uint32, h [32]byte) int { return bytes.Compare(l.recs[p].hash[:], h[:]) })
+	if !ok {
+		return 0, false
+	}
+	return perm[i], true
 }
 
 // A selection says which of the ledger's receipts an audit compares: the
@@ -372,49 +387,35 @@ func (l *ledger) record(idx uint64) *Record {
 // analyse adds to out what the log alone shows about the selection, in the
 // order View.LogFindings lists them: bad entries and equivocation (by
 // index), gaps per issuer, chain breaks and executions (by index), open
-// sessions. It marks the presented receipts found in the log (inLog) and
-// returns the log entries that were presented, and the selected
+// sessions. perm is l.byHash(), which it reorders. It returns the log
+// entries that were presented, and the selected
 // executions that link a decision that is not a selected logged receipt
 // (their indexes), for the caller to compare with what was presented.
-func (l *ledger) analyse(s *selection, ps *presentedSet, out *findingList) (presented bitset, unlogged []uint64) {
+func (l *ledger) analyse(s *selection, ps *presentedSet, perm []uint32, out *findingList) (presented bitset, unlogged []uint64) {
 	n := len(l.recs)
-	perm := make([]uint32, 0, n)
-	for i := range l.recs {
-		if l.recs[i].flags&flagBad == 0 {
-			perm = append(perm, uint32(i))
-		}
-	}
 	type indexed struct {
 		idx uint64
 		f   Finding
 	}
 	var early, late []indexed // equivocation; chain breaks and executions
 
-	// By hash: duplicates (strict dedup in the log makes them impossible;
-	// the first index stands).
-	byHash := func(a, b uint32) int {
-		if c := bytes.Compare(l.recs[a].hash[:], l.recs[b].hash[:]); c != 0 {
-			return c
+	// The log entries presented: ps.at names the first entry of each hash,
+	// and every entry with that hash was presented.
+	presented = newBitset(n)
+	if ps != nil {
+		for _, at := range ps.at {
+			if at > 0 {
+				presented.set(uint64(at - 1))
+			}
 		}
-		return cmp.Compare(a, b)
 	}
-	slices.SortFunc(perm, byHash)
+	// By hash (perm as byHash sorted it): duplicates (strict dedup in the
+	// log makes them impossible; the first index stands).
 	for i := 1; i < len(perm); i++ {
 		if l.recs[perm[i]].hash == l.recs[perm[i-1]].hash {
 			l.recs[perm[i]].flags |= flagDuplicate
-		}
-	}
-	presented = newBitset(n)
-	if ps != nil {
-		for i := range ps.items {
-			it := &ps.items[i]
-			if !it.hashed {
-				continue
-			}
-			j, _ := slices.BinarySearchFunc(perm, it.hash, func(p uint32, h [32]byte) int { return bytes.Compare(l.recs[p].hash[:], h[:]) })
-			for ; j < len(perm) && l.recs[perm[j]].hash == it.hash; j++ {
-				it.inLog = true
-				presented.set(uint64(perm[j]))
+			if presented.has(uint64(perm[i-1])) {
+				presented.set(uint64(perm[i]))
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package audit
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -39,20 +40,23 @@ type auditState struct {
 }
 
 type stateFile struct {
-	Version    int           `json:"version"`
-	Checkpoint string        `json:"checkpoint"`
-	Size       uint64        `json:"size"`
-	Range      [][]byte      `json:"range,omitempty"`
-	Calls      int           `json:"calls"`
-	Execs      int           `json:"execs"`
-	Issuers    []issuerJSON  `json:"issuers,omitempty"`
-	Sessions   []sessionJSON `json:"sessions,omitempty"`
-	Bad        []badJSON     `json:"bad,omitempty"`
-	BadMore    int           `json:"bad_more,omitempty"`
+	Version    int      `json:"version"`
+	Checkpoint string   `json:"checkpoint"`
+	Size       uint64   `json:"size"`
+	Range      [][]byte `json:"range,omitempty"`
+	Calls      int      `json:"calls"`
+	// FactsFrom is the first record saved with version 3's flags.
+	FactsFrom uint64        `json:"facts_from,omitempty"`
+	Execs     int           `json:"execs"`
+	Issuers   []issuerJSON  `json:"issuers,omitempty"`
+	Sessions  []sessionJSON `json:"sessions,omitempty"`
+	Bad       []badJSON     `json:"bad,omitempty"`
+	BadMore   int           `json:"bad_more,omitempty"`
 }
 
 type issuerJSON struct {
 	KID        string `json:"kid"`
+	PublicKey  []byte `json:"public_key,omitempty"`
 	Legacy     int    `json:"legacy,omitempty"`
 	HighWater  int64  `json:"high_water,omitempty"`
 	Checkpoint uint64 `json:"checkpoint,omitempty"`
@@ -76,7 +80,10 @@ type badJSON struct {
 
 // stateVersion 2: the recs' flags hold observe mode's and reconciliation's
 // facts (flagPreToolUse…flagReconciled), which version 1 records lack.
-const stateVersion = 2
+// Version 3: also flagAllow…flagOtherKey and each issuer's public key, the
+// facts a presented chain is checked by without parsing it (presented.go);
+// a version 2 state is read, and its records checked the long way.
+const stateVersion = 3
 
 const (
 	recSize  = 96
@@ -95,7 +102,7 @@ func openState(dir string) (*auditState, error) {
 		return nil, fmt.Errorf("audit state: %w", err)
 	}
 	var sf stateFile
-	if err := json.Unmarshal(b, &sf); err != nil || sf.Version != stateVersion {
+	if err := json.Unmarshal(b, &sf); err != nil || sf.Version != stateVersion && sf.Version != 2 {
 		return nil, fmt.Errorf("audit state %s: not a state this docket wrote (%v)", dir, err)
 	}
 	if st.rng, err = RestoreRange(sf.Size, sf.Range); err != nil {
@@ -103,9 +110,16 @@ func openState(dir string) (*auditState, error) {
 	}
 	st.size, st.cp, st.calls, st.execs = sf.Size, sf.Checkpoint, sf.Calls, sf.Execs
 	l := st.ledger
+	l.factsFrom = sf.FactsFrom
+	if sf.Version == 2 {
+		l.factsFrom = sf.Size
+	}
 	for _, is := range sf.Issuers {
+		if is.PublicKey != nil && len(is.PublicKey) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("audit state %s: issuer %s has a public key of %d bytes", dir, is.KID, len(is.PublicKey))
+		}
 		l.issuerIDs[is.KID] = uint32(len(l.issuers))
-		l.issuers = append(l.issuers, issuerInfo{kid: is.KID, legacy: is.Legacy, highWater: is.HighWater, checkpoint: is.Checkpoint, hasCP: is.HasCP})
+		l.issuers = append(l.issuers, issuerInfo{kid: is.KID, pub: is.PublicKey, legacy: is.Legacy, highWater: is.HighWater, checkpoint: is.Checkpoint, hasCP: is.HasCP})
 	}
 	for _, s := range sf.Sessions {
 		if int(s.Issuer) >= len(l.issuers) {
@@ -258,9 +272,9 @@ func (st *auditState) save(cp []byte, size uint64) error {
 	if err != nil {
 		return fmt.Errorf("saving audit state: %w", err)
 	}
-	sf := stateFile{Version: stateVersion, Checkpoint: string(cp), Size: size, Range: st.rng.Hashes(), Calls: len(l.calls), Execs: len(l.execs)}
+	sf := stateFile{Version: stateVersion, Checkpoint: string(cp), Size: size, Range: st.rng.Hashes(), Calls: len(l.calls), Execs: len(l.execs), FactsFrom: l.factsFrom}
 	for _, is := range l.issuers {
-		sf.Issuers = append(sf.Issuers, issuerJSON{KID: is.kid, Legacy: is.legacy, HighWater: is.highWater, Checkpoint: is.checkpoint, HasCP: is.hasCP})
+		sf.Issuers = append(sf.Issuers, issuerJSON{KID: is.kid, PublicKey: is.pub, Legacy: is.legacy, HighWater: is.highWater, Checkpoint: is.checkpoint, HasCP: is.hasCP})
 	}
 	for _, s := range l.sessions[1:] {
 		sf.Sessions = append(sf.Sessions, sessionJSON{Issuer: s.issuer, Name: s.name, Last: s.last, LastSeq: s.lastSeq, IssuedAt: s.issuedAt, HasLast: s.hasLast, Ended: s.ended})

@@ -2,6 +2,10 @@ package audit
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -73,33 +77,78 @@ func TestAuditState(t *testing.T) {
 		}, []string{KindUnlinkedExecution, KindWithheld}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			l, is, chains := honest(t)
-			state := t.TempDir()
-			f := &countingFetcher{FileFetcher: client.FileFetcher{Root: l.Dir}}
-			if got := stateAudit(t, f, l, is.Keys(), state, chains); len(kinds(got)) != 0 {
-				t.Fatalf("first audit found:\n%s", Report(got))
+		for _, old := range []bool{false, true} {
+			name := tt.name
+			if old {
+				name += ", state of version 2"
 			}
-			_, before := l.Checkpoint(t)
-			chains = tt.grow(t, l, is, chains)
-			_, after := l.Checkpoint(t)
-			f.bundles.Store(0)
-			got := stateAudit(t, f, l, is.Keys(), state, chains)
-			if k := kinds(got); !slices.Equal(k, tt.want) {
-				t.Errorf("audit with state = %v, want %v:\n%s", k, tt.want, Report(got))
-			}
-			if n := f.bundles.Load(); after.Size == before.Size && n != 0 {
-				t.Errorf("audit with state of an unchanged log read %d entry bundles, want 0", n)
-			}
-			fresh := stateAudit(t, client.FileFetcher{Root: l.Dir}, l, is.Keys(), "", chains)
-			if !slices.Equal(kinds(got), kinds(fresh)) || len(got) != len(fresh) {
-				t.Errorf("audit with state found %d findings %v, without state %d %v", len(got), kinds(got), len(fresh), kinds(fresh))
-			}
-			// And once more: the state saved by the second audit holds.
-			if again := stateAudit(t, f, l, is.Keys(), state, chains); !slices.Equal(kinds(again), kinds(fresh)) {
-				t.Errorf("third audit with state = %v, want %v", kinds(again), kinds(fresh))
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				l, is, chains := honest(t)
+				state := t.TempDir()
+				f := &countingFetcher{FileFetcher: client.FileFetcher{Root: l.Dir}}
+				if got := stateAudit(t, f, l, is.Keys(), state, chains); len(kinds(got)) != 0 {
+					t.Fatalf("first audit found:\n%s", Report(got))
+				}
+				if old {
+					toVersion2(t, state)
+				}
+				_, before := l.Checkpoint(t)
+				chains = tt.grow(t, l, is, chains)
+				_, after := l.Checkpoint(t)
+				f.bundles.Store(0)
+				got := stateAudit(t, f, l, is.Keys(), state, chains)
+				if k := kinds(got); !slices.Equal(k, tt.want) {
+					t.Errorf("audit with state = %v, want %v:\n%s", k, tt.want, Report(got))
+				}
+				if n := f.bundles.Load(); after.Size == before.Size && n != 0 {
+					t.Errorf("audit with state of an unchanged log read %d entry bundles, want 0", n)
+				}
+				fresh := stateAudit(t, client.FileFetcher{Root: l.Dir}, l, is.Keys(), "", chains)
+				if !slices.Equal(kinds(got), kinds(fresh)) || len(got) != len(fresh) {
+					t.Errorf("audit with state found %d findings %v, without state %d %v", len(got), kinds(got), len(fresh), kinds(fresh))
+				}
+				// And once more: the state saved by the second audit holds.
+				if again := stateAudit(t, f, l, is.Keys(), state, chains); !slices.Equal(kinds(again), kinds(fresh)) {
+					t.Errorf("third audit with state = %v, want %v", kinds(again), kinds(fresh))
+				}
+			})
+		}
+	}
+}
+
+// toVersion2 makes a saved state look as a docket before version 3 wrote
+// it: no issuer keys, and records whose flags lack flagAllow…flagOtherKey.
+func toVersion2(t *testing.T, dir string) {
+	t.Helper()
+	name := filepath.Join(dir, "state.json")
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sf stateFile
+	if err := json.Unmarshal(b, &sf); err != nil {
+		t.Fatal(err)
+	}
+	sf.Version, sf.FactsFrom = 2, 0
+	for i := range sf.Issuers {
+		sf.Issuers[i].PublicKey = nil
+	}
+	recs, err := os.ReadFile(filepath.Join(dir, "records.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+recSize <= len(recs); i += recSize {
+		f := binary.LittleEndian.Uint32(recs[i+88:])
+		binary.LittleEndian.PutUint32(recs[i+88:], f&^(flagAllow|flagRef|flagIDMismatch|flagOtherKey))
+	}
+	if b, err = json.Marshal(sf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "records.bin"), recs, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -66,6 +66,11 @@ func (s *KeySet) lookup(kid string) (Key, bool) {
 	return Key{}, false
 }
 
+// Lookup returns the key a verifier of a receipt with this kid checks its
+// signature with (as Verify does): by published kid, draft-04 kid or RFC
+// 7638 thumbprint, or a pinned key.
+func (s *KeySet) Lookup(kid string) (Key, bool) { return s.lookup(kid) }
+
 // Has reports whether the set holds the key whose draft-04 kid
 // (sb:issuer:…) is kid.
 func (s *KeySet) Has(kid string) bool {

@@ -55,8 +55,8 @@ file where the log's own signatures prove it:
 At most 100 findings of a kind are listed with evidence; one more counts the
 rest (narrow with -issuer and -session to list them).
 
-Each receipt is verified once: a log entry that holds byte for byte a
-presented receipt that verified is not verified again. Memory is about a
+Each receipt is parsed and verified once: a presented receipt that the log
+holds byte for byte is checked from what was read of the log. Memory is about a
 hundred bytes per log entry, whatever the entries hold (docs/audit.md). On a
 terminal, progress goes to stderr.
 
@@ -78,7 +78,7 @@ Options:
                           (its evidence's entries, else its session or issuer)
     -require-reconciled   every selected session must end reconciled with its
                           agent's record (docs/hook.md)
-
+` + profileOptions + `
 Exit status: 0 no finding but notices, 1 some finding, 2 undecidable (no trusted key,
 unreachable log, a checkpoint that does not verify, a tile or bundle larger
 than tlog-tiles allows).
@@ -159,6 +159,8 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	asJSON := fs.Bool("json", false, "")
 	requireReconciled := fs.Bool("require-reconciled", false, "")
 	explorerURL := fs.String("explorer", "", "")
+	var pf profileFlags
+	pf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -166,6 +168,11 @@ func runAudit(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		errorf(stderr, "audit: %v", err)
 		return 2
 	}
+	stopProfile, ok := pf.run(stderr, "audit")
+	if !ok {
+		return 2
+	}
+	defer stopProfile()
 	var presented atomic.Int64
 	chains, b, err := readPresented(ctx, fs.Args(), &presented)
 	if err != nil {

@@ -48,7 +48,7 @@ Options:
     -alert-deny       a notice for every logged deny decision
     -exec CMD         run "sh -c CMD" per alert with DOCKET_ALERT_KIND,
                       DOCKET_ALERT_MESSAGE and DOCKET_EVIDENCE set
-
+` + profileOptions + `
 With -once and no alert, one line on stderr says what was checked: the
 checkpoint's size, the size it is consistent with, how many new entries were
 read and how many witnesses compared.
@@ -69,9 +69,16 @@ func runMonitor(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	alertDeny := fs.Bool("alert-deny", false, "")
 	execCmd := fs.String("exec", "", "")
 	commitEvery := fs.Uint64("commit-every", audit.DefaultCommitEvery, "")
+	var pf profileFlags
+	pf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
+	stopProfile, ok := pf.run(stderr, "monitor")
+	if !ok {
+		return 2
+	}
+	defer stopProfile()
 	if *state == "" {
 		errorf(stderr, "monitor: -state DIR is required")
 		return 2
