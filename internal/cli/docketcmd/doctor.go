@@ -47,7 +47,10 @@ configured and sent a call the gate must refuse; one that does not run
 through docket mcp is reported as ungated.
 
 Every failing check is printed with the fix in one line. The synthetic
-denials are recorded in the session "docket-doctor".
+denials are recorded in a session of their own per run,
+docket-doctor-TIME-RANDOM, which doctor then ends (session_end) so that
+an audit finds it closed; an MCP server's probe in
+docket-doctor-TIME-RANDOM-mcp-NAME, which its relay ends.
 
 Exit codes:
     0  the gate blocks for every configured agent
@@ -107,16 +110,22 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	ok = doctorPending(s, stdout) && ok
 
 	agents := hook.ConfiguredAgents(project)
+	probe := hook.NewProbeSession()
+	defer func() {
+		if err := hook.EndProbeSession(context.WithoutCancel(ctx), project, probe); err != nil {
+			warnf(stderr, "ending the probe session %s: %v", probe, err)
+		}
+	}()
 	for _, c := range hook.CheckConfine(s, agents, os.Getenv) {
 		check(c.Name, c.Err, c.Detail)
 	}
 	for _, agent := range agents {
-		for _, c := range hook.CheckAgent(ctx, project, agent) {
+		for _, c := range hook.CheckAgent(ctx, project, agent, probe) {
 			if c.Warning {
 				fmt.Fprintf(stdout, "warn  %s: %v\n", c.Name, c.Err)
 				continue
 			}
-			if errors.Is(c.Err, hook.ErrProbeAllowed) && observedDeny(project) {
+			if errors.Is(c.Err, hook.ErrProbeAllowed) && observedDeny(project, probe) {
 				observing = true
 				fmt.Fprintf(stdout, "warn  %s: %v\n", c.Name, errObserved)
 				continue
@@ -124,7 +133,7 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			check(c.Name, c.Err, c.Detail)
 		}
 	}
-	servers, err := mcp.ProbeServers(ctx, project)
+	servers, err := mcp.ProbeServers(ctx, project, probe)
 	if err != nil {
 		ok = false
 		fmt.Fprintf(stdout, "FAIL  MCP config: %v\n", err)
