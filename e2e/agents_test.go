@@ -197,7 +197,7 @@ func (p *agentProject) check(m *modelServer, c agentCase, output string) {
 	var all []string
 	for _, pl := range p.receipts() {
 		all = append(all, fmt.Sprintf("%s %s %s %s %s %s %s", pl.SessionID, pl.HookEvent, pl.LifecycleEvent, pl.ToolName, pl.Decision, pl.TranscriptPosition, pl.TranscriptHash))
-		if pl.SessionID == "docket-doctor" {
+		if strings.HasPrefix(pl.SessionID, "docket-doctor-") {
 			continue
 		}
 		switch {
@@ -233,7 +233,7 @@ func (p *agentProject) hooksSkipped(run, marker, out string) {
 	os.Remove(path)
 	chains, _ := filepath.Glob(filepath.Join(p.dir, ".docket", "sessions", "*.jsonl"))
 	for _, c := range chains {
-		if !strings.HasSuffix(c, "docket-doctor.jsonl") {
+		if !strings.HasPrefix(filepath.Base(c), "docket-doctor-") {
 			p.t.Fatalf("%s: receipts in %s, yet the call ran unchecked", run, c)
 		}
 	}

@@ -146,7 +146,7 @@ func TestClaudeCodeConfined(t *testing.T) {
 	decisions := map[string]string{}
 	inputs := map[string]string{} // tool_use_id → the decision's tool_input_hash
 	for _, pl := range p.receipts() {
-		if pl.SessionID == "docket-doctor" {
+		if strings.HasPrefix(pl.SessionID, "docket-doctor-") {
 			continue
 		}
 		if pl.HookEvent == receipts.PreToolUse {
@@ -238,7 +238,7 @@ func TestGeminiCLIConfined(t *testing.T) {
 	}
 	confined := 0
 	for _, pl := range p.receipts() {
-		if pl.SessionID == "docket-doctor" || (pl.HookEvent != receipts.PostToolUse && pl.HookEvent != receipts.PostToolUseFailure) {
+		if strings.HasPrefix(pl.SessionID, "docket-doctor-") || (pl.HookEvent != receipts.PostToolUse && pl.HookEvent != receipts.PostToolUseFailure) {
 			continue
 		}
 		if c := pl.Confinement; c != nil && c.Mechanism == confine.MechanismLandlock {

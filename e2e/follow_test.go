@@ -50,27 +50,8 @@ func TestMCPFollow(t *testing.T) {
 		}
 		return string(out)
 	}
-	run(dir, "docket", "keygen", "-log", "log.test/docket", "-o", "log.key")
-	vkey, err := os.ReadFile(filepath.Join(dir, "log.key.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logURL := fmt.Sprintf("http://127.0.0.1:%d", port)
-	logd := exec.Command("docket-log", "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-key", "log.key",
-		"-storage-dir", "logdata", "-checkpoint-interval", "1s")
-	logd.Dir, logd.Env, logd.Stderr = dir, env, os.Stderr
-	if err := logd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logd.Process.Signal(os.Interrupt); logd.Wait() })
-	if err := waitHTTP(logURL + "/checkpoint"); err != nil {
-		t.Fatal(err)
-	}
-	run(project, "docket", "init", "-log", logURL, "-log-key", strings.TrimSpace(string(vkey)),
+	logURL, vkey := startLog(t, dir, env, "1s")
+	run(project, "docket", "init", "-log", logURL, "-log-key", vkey,
 		"-command", "docket", "-mcp", "notes", "-mcp-config", filepath.Join(dir, "mcp.json"), "--", "docket", "demo-mcp-server", notes)
 
 	const session = "follow"
@@ -181,4 +162,36 @@ func TestMCPFollow(t *testing.T) {
 		t.Errorf("Proofs(%s).Len() = %d, want %d (every receipt of the session)\n%s", session, got, n, chain)
 	}
 
+}
+
+// startLog starts docket-log in dir (a new key, POSIX storage, a
+// checkpoint at most every interval) and returns its URL and verifier key;
+// it stops with the test.
+func startLog(t *testing.T, dir string, env []string, interval string) (url, vkey string) {
+	t.Helper()
+	keygen := exec.Command("docket", "keygen", "-log", "log.test/docket", "-o", "log.key")
+	keygen.Dir, keygen.Env = dir, env
+	if out, err := keygen.CombinedOutput(); err != nil {
+		t.Fatalf("docket keygen: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "log.key.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url = fmt.Sprintf("http://127.0.0.1:%d", port)
+	logd := exec.Command("docket-log", "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-key", "log.key",
+		"-storage-dir", "logdata", "-checkpoint-interval", interval)
+	logd.Dir, logd.Env, logd.Stderr = dir, env, os.Stderr
+	if err := logd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logd.Process.Signal(os.Interrupt); logd.Wait() })
+	if err := waitHTTP(url + "/checkpoint"); err != nil {
+		t.Fatal(err)
+	}
+	return url, strings.TrimSpace(string(b))
 }

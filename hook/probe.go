@@ -3,6 +3,8 @@ package hook
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/docketlog/docket/gate"
+	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/store"
 )
 
 // This file is the project side of the agents' hook files: which agents a
@@ -119,8 +125,9 @@ type Check struct {
 // its hook file parses; every event docket installs has its docket hook
 // (a missing post or session hook is a warning); a docket pre hook covers
 // the agent's shell tool; the agent will run project hooks at all
-// (CheckTrust); and every installed pre hook blocks (Probe).
-func CheckAgent(ctx context.Context, project string, agent Agent) []Check {
+// (CheckTrust); and every installed pre hook blocks (Probe), its denial
+// recorded in session (NewProbeSession; EndProbeSession closes it).
+func CheckAgent(ctx context.Context, project string, agent Agent, session string) []Check {
 	name, events, err := agent.Installs()
 	if err != nil {
 		return []Check{{Name: string(agent) + " settings", Err: err}}
@@ -152,23 +159,50 @@ func CheckAgent(ctx context.Context, project string, agent Agent) []Check {
 				Err: fmt.Errorf("%s runs %s by its absolute path: once %s is committed, a teammate whose docket is elsewhere gets a hook that cannot start, which the agent reads as \"run the call\"; put docket on PATH and run docket init -agent %s -command docket", name, prog, name, agent)})
 		}
 		checks = append(checks, Check{Name: fmt.Sprintf("%s %s hook %s", agent, agent.PreEvent(), h.Command),
-			Err: Probe(ctx, project, agent, h), Detail: ": blocks a denied call (exit 2)"})
+			Err: Probe(ctx, project, agent, h, session), Detail: ": blocks a denied call (exit 2)"})
 	}
 	return checks
 }
 
-// ProbeSession is the session the probes' synthetic denials are recorded
-// in.
+// ProbeSession begins the session id of every docket doctor run: the
+// probes' synthetic denials are recorded in a session of their own per run
+// (NewProbeSession), which EndProbeSession ends, so that an audit finds
+// it closed like any other.
 const ProbeSession = "docket-doctor"
+
+// NewProbeSession returns the session of one doctor run's probes:
+// ProbeSession, the time and a random suffix.
+func NewProbeSession() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return ProbeSession + "-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// EndProbeSession signs the session_end of a doctor run's probe session,
+// when its probes recorded anything (a hook that blocked without
+// recording, or a probe that never ran, leaves no session to end).
+func EndProbeSession(ctx context.Context, project, session string) error {
+	s := store.Open(project)
+	recs, err := s.Receipts(session)
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	g, err := gate.Open(ctx, project, gate.Options{Caller: "docket doctor"})
+	if err != nil {
+		return err
+	}
+	_, err = g.Record(ctx, gate.Event{HookEvent: receipts.SessionEnd, SessionID: session, Agent: ProbeSession})
+	return err
+}
 
 // Probe runs an installed pre hook command as the agent does (sh -c, the
 // agent's JSON event on stdin, its project directory variables, the hook's
 // timeout in the agent's unit) with a shell call the gate must deny (rm
 // -rf /), and returns nil only when it blocked: exit 2 with a reason on
 // stderr. The error says how the agent would let the call run.
-func Probe(ctx context.Context, project string, agent Agent, h InstalledHook) error {
+func Probe(ctx context.Context, project string, agent Agent, h InstalledHook, session string) error {
 	event := map[string]any{
-		"session_id":      ProbeSession,
+		"session_id":      session,
 		"transcript_path": filepath.Join(project, ".docket", "doctor.jsonl"),
 		"cwd":             project,
 		"hook_event_name": agent.PreEvent(),

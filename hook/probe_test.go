@@ -37,7 +37,7 @@ func TestCheckAgent(t *testing.T) {
 				}
 			}
 			var failed []Check
-			for _, c := range CheckAgent(t.Context(), project, Claude) {
+			for _, c := range CheckAgent(t.Context(), project, Claude, NewProbeSession()) {
 				if c.Err != nil && !c.Warning {
 					failed = append(failed, c)
 				}
@@ -61,7 +61,7 @@ func TestCheckAgent(t *testing.T) {
 	os.WriteFile(bin, []byte("#!/bin/sh\necho denied >&2; exit 2\n"), 0o755)
 	os.WriteFile(filepath.Join(project, name), []byte(`{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"`+bin+` hook pre"}]}]}}`), 0o644)
 	warnings, absolute := 0, 0
-	for _, c := range CheckAgent(t.Context(), project, Claude) {
+	for _, c := range CheckAgent(t.Context(), project, Claude, NewProbeSession()) {
 		switch {
 		case c.Warning && strings.Contains(c.Err.Error(), "runs "+bin+" by its absolute path"):
 			absolute++

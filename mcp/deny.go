@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/policy"
@@ -44,6 +45,7 @@ func (r *relay) refuseCall(ctx context.Context, id []byte, hasID bool, ci callIn
 		hash, _ = receipts.Hash(dec.Receipt)
 	}
 	r.log.Info("mcp: call refused", "tool", ci.tool, "reason", d.Reason)
+	r.spanDenied(r.span("", id, ci, time.Time{}), d, hash)
 	switch {
 	case id != nil:
 		r.answerDeny(id, ci, d, hash)

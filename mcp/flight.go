@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/docketlog/docket/gate"
 	"github.com/docketlog/docket/receipts"
 	"github.com/docketlog/docket/store"
+	"github.com/docketlog/docket/telemetry"
 )
 
 // maxFlights bounds the client's requests in flight; a request over it is
@@ -27,6 +29,9 @@ type flight struct {
 	// execution receipt records; tool is "" for any other request.
 	tool, toolUseID, inputHash string
 	decision                   *store.Pending // the allow it executes, set before it is forwarded
+	// span is the call's span while it runs (a tools/call, with
+	// Config.Telemetry set).
+	span *telemetry.ToolCall
 	// own is set for the relay's own tools/list (fetchTools): its
 	// response is read, not relayed, and done closed.
 	own  bool
@@ -148,14 +153,27 @@ func (r *relay) serverGone() int {
 // record appends the execution receipt of a call, linked to the decision
 // the flight holds. It runs after the response is relayed.
 func (r *relay) record(f *flight, event, reason, outputHash string) {
+	var rec gate.Recorded
 	err := r.append(func() error {
 		// An ended ctx does not stop a record (gate.Gate.Record).
-		_, err := r.cfg.Gate.Record(context.Background(), gate.Event{HookEvent: event, SessionID: r.cfg.SessionID, Agent: r.agent,
+		var err error
+		rec, err = r.cfg.Gate.Record(context.Background(), gate.Event{HookEvent: event, SessionID: r.cfg.SessionID, Agent: r.agent,
 			ToolName: f.tool, ToolUseID: f.toolUseID, ToolInputHash: f.inputHash, ToolOutputHash: outputHash, Reason: reason,
 			Decision: f.decision, Confinement: r.cfg.Confinement})
 		return err
 	})
 	if err != nil {
 		r.log.Error("mcp: recording an execution failed", "tool", f.tool, "err", err)
+	}
+	if f.span != nil {
+		f.span.End = time.Now()
+		f.span.Execution, _ = receipts.Hash(rec.Receipt)
+		if event == receipts.PostToolUseFailure {
+			f.span.ErrorType = "tool_error"
+			if reason != "" {
+				f.span.ErrorType = reason
+			}
+		}
+		r.cfg.Telemetry.Record(*f.span)
 	}
 }

@@ -111,11 +111,13 @@ type ServerCheck struct {
 }
 
 // ProbeServers checks the MCP servers of the project's .mcp.json: each one
-// that runs through docket mcp is started exactly as configured (in the
-// session hook.ProbeSession) and sent a tools/call with a malformed PIC
-// proposal, which the gate must deny without the server seeing it. The
-// checks are in name order; a project without .mcp.json has none.
-func ProbeServers(ctx context.Context, project string) ([]ServerCheck, error) {
+// that runs through docket mcp is started exactly as configured and sent a
+// tools/call with a malformed PIC proposal, which the gate must deny
+// without the server seeing it. Server NAME's relay records its session as
+// session-mcp-NAME (session is the doctor run's, hook.NewProbeSession),
+// which it starts and ends itself. The checks are in name order; a project
+// without .mcp.json has none.
+func ProbeServers(ctx context.Context, project, session string) ([]ServerCheck, error) {
 	entries, err := ReadClient(filepath.Join(project, ProjectConfig))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -132,22 +134,19 @@ func ProbeServers(ctx context.Context, project string) ([]ServerCheck, error) {
 	for i, n := range names {
 		checks[i] = ServerCheck{Name: n, Gated: entries[n].Gated()}
 		if checks[i].Gated {
-			checks[i].Err = Probe(ctx, entries[n])
+			checks[i].Err = Probe(ctx, entries[n], session+"-mcp-"+n)
 		}
 	}
 	return checks, nil
 }
 
-// probeSession is the session the probe's denial is recorded in; it is
-// hook.ProbeSession, which mcp does not import.
-const probeSession = "docket-doctor"
-
-// Probe runs a gated MCP client entry and checks that a tools/call whose
-// PIC proposal is malformed is answered with Docket's denial.
-func Probe(ctx context.Context, e ClientEntry) error {
+// Probe runs a gated MCP client entry, its receipts in session, and checks
+// that a tools/call whose PIC proposal is malformed is answered with
+// Docket's denial.
+func Probe(ctx context.Context, e ClientEntry, session string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	args := append([]string{"mcp", "-session", probeSession, "-grace", "1s"}, e.Args[1:]...)
+	args := append([]string{"mcp", "-session", session, "-grace", "1s"}, e.Args[1:]...)
 	cmd := exec.CommandContext(ctx, e.Command, args...)
 	cmd.Env = os.Environ()
 	for k, v := range e.Env {

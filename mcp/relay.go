@@ -58,6 +58,7 @@ import (
 	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/pic"
 	"github.com/docketlog/docket/receipts"
+	"github.com/docketlog/docket/telemetry"
 )
 
 // DeniedCode is the JSON-RPC error code of a denial under Config.DenyAsError,
@@ -116,6 +117,9 @@ type Config struct {
 	Grace time.Duration
 	// Logger receives one line per decided call; nil discards.
 	Logger *slog.Logger
+	// Telemetry, when set, receives one span per tools/call: its decision,
+	// and for a call that ran, its outcome (package telemetry).
+	Telemetry *telemetry.Exporter
 	// Appended, if set, is called after each receipt the relay appends to
 	// the session's chain (the session_end excepted: Run returns right
 	// after it), from the goroutine that appended it; it must not block.

@@ -92,7 +92,8 @@ func (r *relay) decide(ctx context.Context, cm *clientMsg, ci callInfo, call gat
 	// be reused meanwhile; it answers nothing until it is forwarded, and
 	// is removed on deny: a response to a denied call is dropped.
 	key := string(id)
-	if err := r.flights.add(key, &flight{method: cm.method, tool: ci.tool, toolUseID: ci.toolUseID, inputHash: ci.inputHash}); err != nil {
+	f := &flight{method: cm.method, tool: ci.tool, toolUseID: ci.toolUseID, inputHash: ci.inputHash}
+	if err := r.flights.add(key, f); err != nil {
 		r.refuseCall(ctx, id, false, ci, err.Error(), "")
 		return nil
 	}
@@ -102,22 +103,31 @@ func (r *relay) decide(ctx context.Context, cm *clientMsg, ci callInfo, call gat
 		d, err = r.cfg.Gate.Decide(ctx, call)
 		return err
 	})
+	span := r.span(cm.method, id, ci, call.Start)
 	// In observe mode a deny or ask the policy gave is answered as an
 	// allow (gate.Decision.Answer); its receipt says it was not enforced.
 	if err != nil || d.Answer() != policy.Allow {
 		r.flights.remove(key)
 		if err != nil {
 			r.log.Error("mcp: deciding a call failed; denied", "tool", ci.tool, "err", err)
-			r.answerDeny(id, ci, policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
-				Message: "the decision could not be recorded: " + err.Error()}, "")
+			dec := policy.Decision{Decision: policy.Deny, Reason: policy.ReasonGateError,
+				Message: "the decision could not be recorded: " + err.Error()}
+			r.answerDeny(id, ci, dec, "")
+			r.spanDenied(span, dec, "")
 			return nil
 		}
 		r.log.Info("mcp: call denied", "tool", ci.tool, "decision", d.Decision.Decision, "policy_ids", d.PolicyIDs)
 		hash, _ := receipts.Hash(d.Receipt)
 		r.answerDeny(id, ci, d.Decision, hash)
+		r.spanDenied(span, d.Decision, hash)
 		return nil
 	}
 	r.log.Debug("mcp: call allowed", "tool", ci.tool, "policy_ids", d.PolicyIDs)
+	if span != nil {
+		span.Decision, span.Reason, span.PolicyIDs, span.Unenforced = d.Decision.Decision, d.Reason, d.PolicyIDs, d.Unenforced
+		span.Receipt, _ = receipts.Hash(d.Receipt)
+		f.span = span // read by record once the response came, after forward
+	}
 	// The execution receipt links this decision directly, without reading
 	// the chain back for it, however many calls are in flight.
 	return r.forward(id, d.Pending(ci.tool), cm.line)

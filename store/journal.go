@@ -3,7 +3,6 @@ package store
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/internal/strictjson"
+	"github.com/docketlog/docket/receipts"
 )
 
 // JournalDir is the directory of the local journal inside the store: one
@@ -223,9 +223,21 @@ func parseJournalEntry(line []byte) (JournalEntry, error) {
 	return e, nil
 }
 
-// InputHash returns "sha256:" + hex SHA-256 of the entry's input: the
-// receipt's tool_input_hash when the entry is the receipt's.
-func (e JournalEntry) InputHash() string {
-	sum := sha256.Sum256(e.ToolInput)
-	return "sha256:" + hex.EncodeToString(sum[:])
+// Matches reports whether the entry holds the input a receipt commits to:
+// the input whose SHA-256 is the receipt's tool_input_hash, or, for a
+// receipt of the salted mode (docket init -commit-inputs), the salt and
+// input whose tool_input_commitment it carries. A receipt with neither, or
+// an entry without its input, matches nothing.
+func (e JournalEntry) Matches(inputHash, commitment string) bool {
+	if e.ToolInput == nil {
+		return false
+	}
+	switch {
+	case commitment != "":
+		salt, err := hex.DecodeString(e.Salt)
+		return err == nil && len(salt) == receipts.SaltSize && receipts.InputCommitment(salt, e.ToolInput) == commitment
+	case inputHash != "":
+		return receipts.InputHash(e.ToolInput) == inputHash
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"os"
@@ -172,5 +173,38 @@ func BenchmarkWriteJournal(b *testing.B) {
 		if err := s.writeJournal(e); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestJournalEntryMatches(t *testing.T) {
+	input := []byte(`{"command":"ls"}`)
+	salt := bytes.Repeat([]byte{7}, receipts.SaltSize)
+	other := bytes.Repeat([]byte{8}, receipts.SaltSize)
+	hash, commitment := receipts.InputHash(input), receipts.InputCommitment(salt, input)
+	salted := JournalEntry{ToolInput: input, Salt: hex.EncodeToString(salt)}
+	tests := []struct {
+		name              string
+		e                 JournalEntry
+		inputHash, commit string
+		want              bool
+	}{
+		{name: "hash", e: JournalEntry{ToolInput: input}, inputHash: hash, want: true},
+		{name: "hash of another input", e: JournalEntry{ToolInput: []byte(`{"command":"rm"}`)}, inputHash: hash},
+		{name: "commitment", e: salted, commit: commitment, want: true},
+		{name: "commitment, the wrong salt", e: JournalEntry{ToolInput: input, Salt: hex.EncodeToString(other)}, commit: commitment},
+		{name: "commitment, no salt", e: JournalEntry{ToolInput: input}, commit: commitment},
+		{name: "commitment, a short salt", e: JournalEntry{ToolInput: input, Salt: "0707"}, commit: receipts.InputCommitment([]byte{7, 7}, input)},
+		{name: "commitment, a salt not hex", e: JournalEntry{ToolInput: input, Salt: "zz"}, commit: commitment},
+		{name: "commitment, another input", e: JournalEntry{ToolInput: []byte(`{"command":"rm"}`), Salt: hex.EncodeToString(salt)}, commit: commitment},
+		{name: "commitment wins over a hash", e: salted, inputHash: hash, commit: receipts.InputCommitment(other, input)},
+		{name: "input omitted", e: JournalEntry{Omitted: OmittedTooLarge}, inputHash: receipts.InputHash(nil)},
+		{name: "receipt commits to nothing", e: salted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.e.Matches(tt.inputHash, tt.commit); got != tt.want {
+				t.Errorf("Matches(%q, %q) = %v, want %v", tt.inputHash, tt.commit, got, tt.want)
+			}
+		})
 	}
 }

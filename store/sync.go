@@ -62,6 +62,10 @@ type SyncOptions struct {
 	// FailFast gives up at once when the log refuses connections
 	// (logclient.Config.FailFast), leaving the receipts pending.
 	FailFast bool
+	// Proven, when set, is called after each batch of proofs is stored with
+	// the receipts they prove (docket sync's OpenTelemetry export). It is
+	// called from one goroutine at a time and must not block for long.
+	Proven func([]ProvenReceipt)
 	// Done, when set, is called with Sync's outcome while Sync still holds
 	// the sync lock: what it records (docket sync's sync log) is written
 	// before another run starts and before a waiter on the lock sees this
@@ -90,6 +94,15 @@ type SyncResult struct {
 	// cause the log kept answering with (connection refused, 503
 	// not_published, a proof that does not verify…), or nil.
 	LastErr error
+}
+
+// A ProvenReceipt is a receipt whose proof Sync verified and stored.
+type ProvenReceipt struct {
+	Session  string
+	Sequence int64
+	Receipt  []byte
+	// Index is the receipt's leaf index in the log.
+	Index uint64
 }
 
 // proofBatch is how many proofs Sync stores (and fsyncs) at a time.
@@ -152,7 +165,10 @@ func (s *Store) syncLocked(ctx context.Context, opts SyncOptions, key ed25519.Pr
 	defer func() { s.recordChecked(clean) }()
 	rejected := make(map[Ref]bool) // refused for good in this run
 	if res.Damaged = len(bad); len(bad) > 0 {
-		proven, err := s.deliver(ctx, lc, pub, bad, &res, rejected, opts)
+		// A proof fetched again proves what was proven before: not news.
+		refetch := opts
+		refetch.Proven = nil
+		proven, err := s.deliver(ctx, lc, pub, bad, &res, rejected, refetch)
 		res.Refetched = len(proven)
 		if err != nil {
 			return res, err
@@ -228,6 +244,7 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 		proven  []Ref
 		batch   []Proof
 		refs    []Ref
+		told    []ProvenReceipt // what opts.Proven is told of batch
 		saveErr error
 		refused bool // the log refused connections (FailFast)
 	)
@@ -242,8 +259,11 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 			if opts.Progress != nil {
 				opts.Progress(res.Stored, res.Pending)
 			}
+			if opts.Proven != nil {
+				opts.Proven(told)
+			}
 		}
-		batch, refs = batch[:0], refs[:0]
+		batch, refs, told = batch[:0], refs[:0], nil
 	}
 	fail := func(p Unproven, err error) {
 		rejected[p.Ref] = true
@@ -276,6 +296,9 @@ func (s *Store) deliver(ctx context.Context, lc *logclient.Client, pub ed25519.P
 		case err == nil:
 			batch = append(batch, Proof{Session: p.Session, Sequence: p.Sequence, Text: proof.Text})
 			refs = append(refs, p.Ref)
+			if opts.Proven != nil && proof.Verified != nil {
+				told = append(told, ProvenReceipt{Session: p.Session, Sequence: p.Sequence, Receipt: p.Receipt, Index: proof.Verified.Index})
+			}
 			if len(batch) >= proofBatch {
 				flush()
 			}

@@ -78,8 +78,13 @@ func Build(s *store.Store, session string, why func(id string) string) ([]Entry,
 		}
 		if je, ok := inputs[rc.Hash]; ok {
 			e.Input = Summary(je.ToolName, je.ToolInput)
-			if je.Omitted != "" {
+			switch {
+			case je.Omitted != "":
 				e.Input = fmt.Sprintf("(input not kept: %s, %d bytes)", je.Omitted, je.InputSize)
+			case (p.ToolInputHash != "" || p.ToolInputCommitment != "") && !je.Matches(p.ToolInputHash, p.ToolInputCommitment):
+				// The journal is local and writable: an entry altered
+				// since is not what the receipt signed.
+				e.Input = "(journal entry does not match the receipt's input hash or commitment: not shown)"
 			}
 		}
 		if why != nil && p.Decision != receipts.Allow {

@@ -52,7 +52,7 @@ func Observed(s *store.Store, all bool) ([]Observation, error) {
 			}
 			o := Observation{Agent: p.Agent, ToolName: p.ToolName, Decision: p.Decision, Reason: p.Reason,
 				PolicyIDs: p.PolicyIDs, Enforced: !unenforced, ReceiptHash: r.Hash}
-			if e, ok := inputs[r.Hash]; ok && e.InputHash() == p.ToolInputHash {
+			if e, ok := inputs[r.Hash]; ok && e.Matches(p.ToolInputHash, p.ToolInputCommitment) {
 				o.Calls = callsOf(p.Agent, p.ToolName, e, s.Project())
 			}
 			out = append(out, o)

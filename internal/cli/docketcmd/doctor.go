@@ -49,7 +49,10 @@ through docket mcp is reported as ungated.
 Every failing check is printed with the fix in one line. With -json, each
 line is a JSON object instead: {"status":"ok"|"warn"|"FAIL"|"note"|"result",
 "check":NAME,"detail":TEXT,"fix":TEXT}, the verdict last. The synthetic
-denials are recorded in the session "docket-doctor".
+denials are recorded in a session of their own per run,
+docket-doctor-TIME-RANDOM, which doctor then ends (session_end) so that
+an audit finds it closed; an MCP server's probe in
+docket-doctor-TIME-RANDOM-mcp-NAME, which its relay ends.
 
 Exit codes:
     0  the gate blocks for every configured agent
@@ -112,16 +115,22 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	ok = doctorPending(s, r) && ok
 
 	agents := hook.ConfiguredAgents(project)
+	probe := hook.NewProbeSession()
+	defer func() {
+		if err := hook.EndProbeSession(context.WithoutCancel(ctx), project, probe); err != nil {
+			warnf(stderr, "ending the probe session %s: %v", probe, err)
+		}
+	}()
 	for _, c := range hook.CheckConfine(s, agents, os.Getenv) {
 		check(c.Name, c.Err, c.Detail)
 	}
 	for _, agent := range agents {
-		for _, c := range hook.CheckAgent(ctx, project, agent) {
+		for _, c := range hook.CheckAgent(ctx, project, agent, probe) {
 			if c.Warning {
 				r.warn(c.Name, c.Err.Error(), "")
 				continue
 			}
-			if errors.Is(c.Err, hook.ErrProbeAllowed) && observedDeny(project) {
+			if errors.Is(c.Err, hook.ErrProbeAllowed) && observedDeny(project, probe) {
 				observing = true
 				r.warn(c.Name, errObserved.Error(), "")
 				continue
@@ -129,7 +138,7 @@ func runDoctor(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			check(c.Name, c.Err, c.Detail)
 		}
 	}
-	servers, err := mcp.ProbeServers(ctx, project)
+	servers, err := mcp.ProbeServers(ctx, project, probe)
 	if err != nil {
 		ok = false
 		r.fail("MCP config", err.Error(), "")

@@ -176,7 +176,10 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		follower = st.Follow(ctx, *syncEvery, store.SyncOptions{CheckpointEvery: 5 * time.Minute}, logger)
 		cfg.Appended = follower.Wake
 	}
+	tel := openTelemetry(stderr)
+	cfg.Telemetry = tel
 	code, err := mcp.Run(ctx, cfg, stdin, stdout, stderr)
+	closeTelemetry(ctx, tel)
 	if err != nil {
 		errorf(stderr, "mcp: %v", err)
 	}

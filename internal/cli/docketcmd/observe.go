@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/internal/plural"
 	"github.com/docketlog/docket/policy"
 	"github.com/docketlog/docket/policy/suggest"
@@ -117,10 +116,10 @@ func runPolicySuggest(ctx context.Context, args []string, stdout, stderr io.Writ
 // having signed the deny as not enforced.
 var errObserved = errors.New(`exit 0: observe mode answered the deny of rm -rf / as allowed, and signed it "enforced": false; the gate decides but does not block`)
 
-// observedDeny reports whether the doctor session's last receipt is a deny
-// observe mode did not enforce.
-func observedDeny(project string) bool {
-	recs, err := store.Open(project).Receipts(hook.ProbeSession)
+// observedDeny reports whether the doctor run's probe session's last
+// receipt is a deny observe mode did not enforce.
+func observedDeny(project, session string) bool {
+	recs, err := store.Open(project).Receipts(session)
 	if err != nil || len(recs) == 0 {
 		return false
 	}

@@ -128,7 +128,19 @@ func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		rec = syncRecord(st, res, err, ctx.Err(), *background)
 		recErr = st.RecordSync(rec)
 	}
+	// One span per tool call proven (OpenTelemetry, when configured).
+	tel := openTelemetry(stderr)
+	calls := tel.Calls()
+	if calls != nil {
+		opts.Proven = func(ps []store.ProvenReceipt) {
+			for _, p := range ps {
+				calls.Add(p.Receipt, p.Index)
+			}
+		}
+	}
 	res, err := st.Sync(ctx, opts)
+	calls.Flush(chainLookup(st))
+	closeTelemetry(ctx, tel)
 	if res.Damaged > 0 {
 		warnf(stderr, "%s did not verify (damaged on disk); fetched %d again from the log", plural.Count(res.Damaged, "stored proof"), res.Refetched)
 	}
