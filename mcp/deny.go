@@ -17,6 +17,8 @@ type callInfo struct {
 	// stateless is set for a request of protocol 2026-07-28 or later
 	// (it names its version in _meta), whose results carry resultType.
 	stateless bool
+	// protocol is the protocol version such a request names.
+	protocol string
 	// method is the request's method when it is not a tools/call but a
 	// gated request (gatedMethods): its denial is a JSON-RPC error.
 	method string

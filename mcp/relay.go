@@ -173,8 +173,9 @@ type relay struct {
 	nonce   string
 	listSeq int
 
-	infoMu     sync.Mutex // guards serverInfo
+	infoMu     sync.Mutex // guards serverInfo and protocol
 	serverInfo string
+	protocol   string // the protocol version the initialize result named
 
 	endMu sync.RWMutex // guards ended; held shared while a receipt is appended
 	ended bool
@@ -263,6 +264,11 @@ func (r *relay) info() string {
 // noteServerInfo remembers the server's name and version from an
 // initialize result (serverInfo) or a 2026-07-28 result's _meta.
 func (r *relay) noteServerInfo(result map[string]any) {
+	if v, ok := result["protocolVersion"].(string); ok {
+		r.infoMu.Lock()
+		r.protocol = v
+		r.infoMu.Unlock()
+	}
 	i, ok := result["serverInfo"].(map[string]any)
 	if !ok {
 		meta, _ := result["_meta"].(map[string]any)

@@ -188,7 +188,9 @@ func readCall(cm *clientMsg, rd *reading, t *tools) (*clientMsg, *refusal) {
 		return no("tools/call params.name " + quote(c.name) + " names a request docket mcp gates itself, not a tool")
 	}
 	if meta, ok := params["_meta"].(map[string]any); ok {
-		_, c.ci.stateless = meta["io.modelcontextprotocol/protocolVersion"]
+		var v any
+		v, c.ci.stateless = meta["io.modelcontextprotocol/protocolVersion"]
+		c.ci.protocol, _ = v.(string)
 	}
 	c.args = map[string]any{}
 	if a, ok := params["arguments"]; ok {

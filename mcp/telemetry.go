@@ -19,10 +19,16 @@ func (r *relay) span(method string, id []byte, ci callInfo, start time.Time) *te
 	if start.IsZero() {
 		start = time.Now()
 	}
+	protocol := ci.protocol
+	if protocol == "" {
+		r.infoMu.Lock()
+		protocol = r.protocol
+		r.infoMu.Unlock()
+	}
 	return &telemetry.ToolCall{
 		Tool: strings.TrimPrefix(ci.tool, "mcp__"+r.cfg.Server+"__"), DocketTool: ci.tool, CallID: ci.toolUseID,
 		Agent: r.agent, Session: r.cfg.SessionID, Method: "tools/call", RequestID: requestID(id),
-		Server: r.cfg.Server, Relay: true, Index: -1, ExecutionIndex: -1, Start: start,
+		Server: r.cfg.Server, Protocol: protocol, Relay: true, Index: -1, ExecutionIndex: -1, Start: start,
 	}
 }
 

@@ -26,6 +26,8 @@ func TestRelaySpans(t *testing.T) {
 	}
 	g := newGate(t, noWrite)
 	s := start(t, g, func(c *mcp.Config) { c.Telemetry = tel })
+	s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
+	s.recv()
 	s.send(call(1, "echo", map[string]any{"x": "y"}))
 	s.recv()
 	s.send(call(2, "write", map[string]any{"path": "/nonexistent/x", "content": "x"}))
@@ -98,6 +100,9 @@ func TestRelaySpans(t *testing.T) {
 		h, _ := sp.Attrs["docket.execution.receipt.hash"].(string)
 		if w.ran != executions[h] {
 			t.Errorf("call %s: docket.execution.receipt.hash %q, want an execution receipt of the chain: %v", id, h, w.ran)
+		}
+		if sp.Attrs["mcp.protocol.version"] != "2025-11-25" {
+			t.Errorf("call %s: mcp.protocol.version %v, want the initialize result's 2025-11-25", id, sp.Attrs["mcp.protocol.version"])
 		}
 		if sp.Attrs["mcp.session.id"] != "s" || sp.Attrs["gen_ai.tool.call.id"] != "jsonrpc:"+id {
 			t.Errorf("call %s: mcp.session.id %v, gen_ai.tool.call.id %v, want s, jsonrpc:%s", id, sp.Attrs["mcp.session.id"], sp.Attrs["gen_ai.tool.call.id"], id)

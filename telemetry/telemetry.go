@@ -204,10 +204,12 @@ type ToolCall struct {
 
 	// MCP: the JSON-RPC method (mcp.method.name), request id
 	// (jsonrpc.request.id, as the client sent it), the MCP server's name
-	// (docket.mcp.server), and whether the span is the relay's (kind
+	// (docket.mcp.server), the protocol version, and whether the span is the relay's (kind
 	// CLIENT, mcp.session.id and network.transport pipe).
 	Method, RequestID, Server string
-	Relay                     bool
+	// Protocol is mcp.protocol.version, when known.
+	Protocol string
+	Relay    bool
 
 	// The decision: allow, deny or require_approval, its reason, the
 	// policies that made it, and whether it was enforced (false in
@@ -259,6 +261,7 @@ func (e *Exporter) Record(c ToolCall) {
 	str("gen_ai.agent.name", c.Agent)
 	str("mcp.method.name", c.Method)
 	str("jsonrpc.request.id", c.RequestID)
+	str("mcp.protocol.version", c.Protocol)
 	if c.Relay {
 		str("mcp.session.id", c.Session)
 		str("network.transport", "pipe")

@@ -87,7 +87,7 @@ func TestParseHeaders(t *testing.T) {
 func toolCall() ToolCall {
 	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	return ToolCall{Tool: "save_note", DocketTool: "mcp__notes__save_note", CallID: "jsonrpc:7", Agent: "mcp",
-		Session: "s1", Method: "tools/call", RequestID: "7", Server: "notes", Relay: true,
+		Session: "s1", Method: "tools/call", RequestID: "7", Server: "notes", Protocol: "2025-11-25", Relay: true,
 		Decision: "deny", Reason: "cedar_deny", PolicyIDs: []string{"p1", "p2"}, Unenforced: true,
 		Receipt: "sha256:aa", Index: 0, Execution: "sha256:bb", ExecutionIndex: 12,
 		ErrorType: "tool_error", ErrorMessage: "denied by Docket: cedar_deny", Start: start, End: start.Add(1500 * time.Millisecond)}
@@ -133,7 +133,7 @@ func TestExportToCollector(t *testing.T) {
 			want := map[string]any{
 				"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "save_note", "gen_ai.tool.call.id": "jsonrpc:7",
 				"gen_ai.agent.name": "mcp", "mcp.method.name": "tools/call", "jsonrpc.request.id": p.name,
-				"mcp.session.id": "s1", "network.transport": "pipe", "error.type": "tool_error",
+				"mcp.session.id": "s1", "network.transport": "pipe", "error.type": "tool_error", "mcp.protocol.version": "2025-11-25",
 				"docket.session.id": "s1", "docket.tool.name": "mcp__notes__save_note", "docket.mcp.server": "notes",
 				"docket.decision": "deny", "docket.reason": "cedar_deny", "docket.policy_ids": []any{"p1", "p2"},
 				"docket.enforced": false, "docket.receipt.hash": "sha256:aa", "docket.log.index": int64(0),

@@ -54,6 +54,10 @@ Options:
                           DURATION apart, and right after each receipt is signed
                           (default 1s; 0: only once the session ends, as the hooks do)
 
+Environment:
+    OTEL_EXPORTER_OTLP_ENDPOINT  export one OpenTelemetry span per tools/call (OTLP/HTTP;
+                                 the other OTEL_* variables apply; docs/mcp.md)
+
 Examples:
     docket mcp -name fs -- npx -y @modelcontextprotocol/server-filesystem .
     docket init -mcp fs -- npx -y @modelcontextprotocol/server-filesystem .

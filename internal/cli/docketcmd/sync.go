@@ -57,6 +57,11 @@ docket doctor read. The error names the cause (connection refused, the
 witness quorum not met and which witnesses, a proof that does not verify
 under the configured log key) and the fix, without -v. On a terminal, the
 progress and what the log answers while retrying go to stderr.
+
+Environment:
+    OTEL_EXPORTER_OTLP_ENDPOINT  export one OpenTelemetry span per tool call of the
+                                 hooks whose receipts this run proved (OTLP/HTTP; the
+                                 other OTEL_* variables apply; docs/mcp.md)
 `
 
 func runSync(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
