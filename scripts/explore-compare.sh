@@ -51,7 +51,7 @@ for path in / "/?before=$((n / 3))" "/search?tool=Read&decision=deny" "/search?k
 		curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:7492$path" >>"$work/n"
 		i=$((i + 1))
 	done
-	pct() { sort -n "$1" | awk '{a[NR]=$1} END {printf "%.1f/%.1f ms", a[int(NR/2)+1]*1000, a[int(NR*0.99)+1 > NR ? NR : int(NR*0.99)+1]*1000}'; }
+	pct() { sort -n "$1" | awk '{a[NR]=$1} END {i=int(NR*0.99)+1; if (i>NR) i=NR; printf "%.1f/%.1f ms", a[int(NR/2)+1]*1000, a[i]*1000}'; }
 	echo "$path: old $(pct "$work/o"), new $(pct "$work/n") (p50/p99)"
 done
 echo "peak RSS after pages: old $(rss $po) MB, new $(rss $pn) MB"
