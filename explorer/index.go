@@ -82,11 +82,14 @@ func openIndex(ctx context.Context, path string) (*index, error) {
 		db.Close()
 		return nil, fmt.Errorf("creating the explorer index: %w", err)
 	}
-	// An index written before spans were kept gets them once, from its rows.
+	// An index written before spans were kept gets them once, from its
+	// rows; meta's "spans" says it has them.
 	var spans bool
-	err = db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM spans)`).Scan(&spans)
+	err = db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM meta WHERE k = 'spans')`).Scan(&spans)
 	if err == nil && !spans {
-		_, err = db.ExecContext(ctx, `INSERT INTO spans (bundle, lo, hi) SELECT idx / 256, min(at), max(at) FROM entries WHERE at > 0 GROUP BY idx / 256`)
+		_, err = db.ExecContext(ctx, `INSERT INTO spans (bundle, lo, hi) SELECT idx / 256, min(at), max(at) FROM entries WHERE at > 0 GROUP BY idx / 256
+			ON CONFLICT (bundle) DO NOTHING;
+			INSERT INTO meta (k, v) VALUES ('spans', '1')`)
 	}
 	if err != nil {
 		db.Close()
