@@ -106,6 +106,7 @@ func (e *Explorer) hourlyChart(ctx context.Context, issuer int64) (*chart, error
 		{X: left - 6, Y: topPad + 8, Text: fmt.Sprint(top), Anchor: "end"},
 		{X: left - 6, Y: topPad + plotH, Text: "0", Anchor: "end"},
 		{X: left, Y: float64(c.H) - 10, Text: time.Unix(first*3600, 0).UTC().Format("Jan 2 15:00Z"), Anchor: "start"},
+		{X: left + plotW/2, Y: float64(c.H) - 10, Text: time.Unix((first+chartHours/2)*3600, 0).UTC().Format("Jan 2 15:00Z"), Anchor: "middle"},
 		{X: left + plotW, Y: float64(c.H) - 10, Text: time.Unix(last*3600, 0).UTC().Format("Jan 2 15:00Z"), Anchor: "end"},
 	}
 	return c, nil
@@ -114,7 +115,7 @@ func (e *Explorer) hourlyChart(ctx context.Context, issuer int64) (*chart, error
 // issuerChart charts the decisions of the issuers with the most entries,
 // one horizontal bar each, by outcome.
 func issuerChart(issuers []issuerRow) *chart {
-	c := &chart{W: 760, H: 30 + 26*len(issuers), Title: "Decisions per issuer by outcome"}
+	c := &chart{W: 760, H: 12 + 26*len(issuers), Title: "Decisions per issuer by outcome"}
 	var top int64
 	for _, is := range issuers {
 		top = max(top, is.Allow+is.Ask+is.Deny)

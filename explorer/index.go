@@ -82,11 +82,14 @@ func openIndex(ctx context.Context, path string) (*index, error) {
 		db.Close()
 		return nil, fmt.Errorf("creating the explorer index: %w", err)
 	}
-	// An index written before spans were kept gets them once, from its rows.
+	// An index written before spans were kept gets them once, from its
+	// rows; meta's "spans" says it has them.
 	var spans bool
-	err = db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM spans)`).Scan(&spans)
+	err = db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM meta WHERE k = 'spans')`).Scan(&spans)
 	if err == nil && !spans {
-		_, err = db.ExecContext(ctx, `INSERT INTO spans (bundle, lo, hi) SELECT idx / 256, min(at), max(at) FROM entries WHERE at > 0 GROUP BY idx / 256`)
+		_, err = db.ExecContext(ctx, `INSERT INTO spans (bundle, lo, hi) SELECT idx / 256, min(at), max(at) FROM entries WHERE at > 0 GROUP BY idx / 256
+			ON CONFLICT (bundle) DO NOTHING;
+			INSERT INTO meta (k, v) VALUES ('spans', '1')`)
 	}
 	if err != nil {
 		db.Close()
@@ -227,6 +230,14 @@ func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
 	defer tx.Rollback()
 	w := &writer{ctx: ctx, tx: tx, issuers: map[string]int64{}, sessions: map[sessKey]*sessionState{},
 		counts: map[int64]*issuerCounts{}, hours: map[hourKey]int64{}, kinds: map[string]int64{}, spans: map[uint64]*span{}}
+	if w.findSession, err = tx.PrepareContext(ctx, `SELECT id, n, first, last FROM sessions WHERE issuer = ? AND sid = ?`); err != nil {
+		return err
+	}
+	defer w.findSession.Close()
+	if w.newSession, err = tx.PrepareContext(ctx, `INSERT INTO sessions (issuer, sid, first, last) VALUES (?, ?, ?, ?) RETURNING id`); err != nil {
+		return err
+	}
+	defer w.newSession.Close()
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO entries (idx, leaf, hash, issuer, session, seq, iseq, kind, event, tool, decision, reason,
 		policies, at, issued, prev, dech, enforced, hw, final, head, err) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
@@ -329,6 +340,8 @@ type writer struct {
 	hours    map[hourKey]int64
 	kinds    map[string]int64
 	spans    map[uint64]*span
+	// findSession and newSession look a session up and add one.
+	findSession, newSession *sql.Stmt
 }
 
 // A span is the earliest and latest issued_at (Unix milliseconds) of the
@@ -388,11 +401,10 @@ func (w *writer) session(issuer int64, sid string, idx uint64) (*sessionState, e
 		return s, nil
 	}
 	s := &sessionState{issuer: issuer}
-	err := w.tx.QueryRowContext(w.ctx, `SELECT id, n, first, last FROM sessions WHERE issuer = ? AND sid = ?`, issuer, sid).
-		Scan(&s.id, &s.n, &s.first, &s.last)
+	err := w.findSession.QueryRowContext(w.ctx, issuer, sid).Scan(&s.id, &s.n, &s.first, &s.last)
 	if errors.Is(err, sql.ErrNoRows) {
 		s.first = idx
-		err = w.tx.QueryRowContext(w.ctx, `INSERT INTO sessions (issuer, sid, first, last) VALUES (?, ?, ?, ?) RETURNING id`, issuer, sid, idx, idx).Scan(&s.id)
+		err = w.newSession.QueryRowContext(w.ctx, issuer, sid, idx, idx).Scan(&s.id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("indexing session: %w", err)

@@ -359,7 +359,13 @@ func (f filter) where() (string, []any, error) {
 		add("e.session IN (SELECT id FROM sessions WHERE sid = ?)", f.Session)
 	}
 	if f.Tool != "" {
-		add("e.tool = ?", f.Tool)
+		// With a rare kind or decision, its partial index finds fewer rows
+		// than the tool's: "+" keeps SQLite from choosing the tool's.
+		tool := "e.tool = ?"
+		if f.Kind == kindUnmediated || f.Kind == kindBad || f.Decision == "not_enforced" {
+			tool = "+e.tool = ?"
+		}
+		add(tool, f.Tool)
 	}
 	// Kinds and decisions are written as literals (from the lists above,
 	// never the query's text): SQLite uses a partial index only for a
