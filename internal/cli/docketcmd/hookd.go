@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -31,6 +32,7 @@ starts one. It answers only hooks of its user, its docket binary, its
 working directory and its environment; any other hook decides in its own
 process, and the daemon exits to make way for the one that hook starts.
 It also exits after D without a call. DOCKET_HOOKD=0 turns it off.
+.docket/hookd.lock holds the daemon's process id.
 
 Options:
     -idle D   exit after D without a call (default 10m)
@@ -77,6 +79,9 @@ func serveHookd(ctx context.Context, idle time.Duration) error {
 	if ok, err := durable.TryLock(lock); err != nil || !ok {
 		return err // another daemon serves the project
 	}
+	// The lock file names the daemon, for whoever wants to stop it.
+	_ = lock.Truncate(0)
+	_, _ = lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	path := hookd.SocketPath(project)
 	_ = os.Remove(path) // a dead daemon's; the lock says none is alive
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
