@@ -1,17 +1,18 @@
 package hookd
 
 import (
-	"os"
 	"syscall"
-	"time"
 	"unsafe"
 )
 
-// answerWithin bounds the wait for the daemon's exit code: the hook's
-// default deadline (10 s, within which the daemon's own hook blocks the
-// call) and a margin. The agents run a call whose hook timed out, so the
-// hook must answer first.
-const answerWithin = 12 * time.Second
+// answerWithin bounds the wait for the daemon's exit code, in seconds: the
+// hook's default deadline (10 s, within which the daemon's own hook blocks
+// the call) and a margin. The agents run a call whose hook timed out, so
+// the hook must answer first.
+const answerWithin = 12
+
+// sendWithin bounds sending the request, in seconds.
+const sendWithin = 2
 
 // Forwardable reports whether the arguments after "docket hook" are those
 // of a pre hook the daemon may run: "pre" with at most an -agent flag.
@@ -37,10 +38,14 @@ func Forwardable(args []string) bool {
 // returns the exit code the daemon answered, with ok true. ok false means
 // nothing was read from standard input and the caller must run the hook
 // itself. A daemon that took the request and gave no exit code makes the
-// hook block: Forward prints why and returns 2 with ok true.
-func Forward(args []string, start time.Time) (code int, ok bool) {
-	dir := os.Getenv("CLAUDE_PROJECT_DIR")
-	wd, err := os.Getwd()
+// hook block: Forward prints why and returns 2 with ok true. start is when
+// the hook process started, Unix nanoseconds.
+//
+// It uses only package syscall, so that it can run before package os is
+// initialised.
+func Forward(args []string, start int64) (code int, ok bool) {
+	dir, _ := syscall.Getenv("CLAUDE_PROJECT_DIR")
+	wd, err := syscall.Getwd()
 	if err != nil {
 		return 0, false
 	}
@@ -72,14 +77,14 @@ func Forward(args []string, start time.Time) (code int, ok bool) {
 	}
 	// Only a daemon of this user: anyone else who could bind the socket
 	// could answer "allow".
-	if cred, err := syscall.GetsockoptUcred(fd, syscall.SOL_SOCKET, syscall.SO_PEERCRED); err != nil || int(cred.Uid) != os.Getuid() {
+	if cred, err := syscall.GetsockoptUcred(fd, syscall.SOL_SOCKET, syscall.SO_PEERCRED); err != nil || int(cred.Uid) != syscall.Getuid() {
 		return 0, false
 	}
-	send := syscall.NsecToTimeval((2 * time.Second).Nanoseconds())
+	send := syscall.Timeval{Sec: sendWithin}
 	if syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &send) != nil {
 		return 0, false
 	}
-	req := (&Request{Start: start.UnixNano(), Exe: exe, Dir: wd, Args: args, Env: os.Environ()}).Encode()
+	req := (&Request{Start: start, Exe: exe, Dir: wd, Args: args, Env: syscall.Environ()}).Encode()
 	// The daemon acts only on a whole request: a failure while sending
 	// leaves nothing done.
 	n, err := syscall.SendmsgN(fd, req, syscall.UnixRights(0, 1, 2), nil, 0)
@@ -93,7 +98,7 @@ func Forward(args []string, start time.Time) (code int, ok bool) {
 		}
 		n += m
 	}
-	tv := syscall.NsecToTimeval(answerWithin.Nanoseconds())
+	tv := syscall.Timeval{Sec: answerWithin}
 	if syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv) != nil {
 		return blocked("setting the answer timeout")
 	}
@@ -124,6 +129,7 @@ func Forward(args []string, start time.Time) (code int, ok bool) {
 // blocked reports a daemon that may have taken the call without answering:
 // the hook blocks it.
 func blocked(why string) (int, bool) {
-	os.Stderr.WriteString("docket: the gate daemon (.docket/" + SocketName + ") " + why + ": the call is blocked (fail closed)\n")
+	msg := "docket: the gate daemon (.docket/" + SocketName + ") " + why + ": the call is blocked (fail closed)\n"
+	_, _ = syscall.Write(2, []byte(msg))
 	return 2, true
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/docketlog/docket/internal/durable"
 	"github.com/docketlog/docket/internal/hookd"
+	"github.com/docketlog/docket/internal/stackgrow"
 	"github.com/docketlog/docket/store"
 )
 
@@ -121,6 +122,7 @@ func serveHookd(ctx context.Context, idle time.Duration) error {
 		}
 		calls.Add(1)
 		go func() {
+			stackgrow.Grow() // the hook's decoding and signing run deep
 			defer calls.Done()
 			defer c.Close()
 			if stale := self.serve(ctx, c); stale {
@@ -182,14 +184,19 @@ func (s hookdSelf) serve(ctx context.Context, c *net.UnixConn) (stale bool) {
 // with its first bytes. The files are returned even with an error, for the
 // caller to close.
 func readHookRequest(c *net.UnixConn) (*hookd.Request, []*os.File, error) {
-	buf := make([]byte, 0, 4096)
+	buf := make([]byte, 0, 8192)
 	oob := make([]byte, syscall.CmsgSpace(3*4))
 	var files []*os.File
 	want := -1
 	for want < 0 || len(buf) < want {
-		chunk := make([]byte, 64<<10)
+		if want > cap(buf) {
+			buf = slices.Grow(buf, want-len(buf))
+		} else if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 8192)
+		}
+		chunk := buf[len(buf):cap(buf)]
 		if want > 0 {
-			chunk = chunk[:min(len(chunk), want-len(buf))]
+			chunk = chunk[:want-len(buf)]
 		}
 		n, oobn, _, _, err := c.ReadMsgUnix(chunk, oob)
 		if oobn > 0 {
@@ -205,7 +212,7 @@ func readHookRequest(c *net.UnixConn) (*hookd.Request, []*os.File, error) {
 		if n == 0 {
 			return nil, files, io.ErrUnexpectedEOF
 		}
-		buf = append(buf, chunk[:n]...)
+		buf = buf[:len(buf)+n]
 		if want < 0 && len(buf) >= 8 {
 			if want, err = hookd.RequestLen(buf); err != nil {
 				return nil, files, err
