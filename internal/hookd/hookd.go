@@ -28,7 +28,6 @@ package hookd
 
 import (
 	"errors"
-	"syscall"
 )
 
 // SocketName is the daemon's socket, in the project's .docket directory.
@@ -69,15 +68,23 @@ type Request struct {
 	Env   []string // its environment
 }
 
-// ExeID identifies the running executable by device, inode, size and
-// modification and change times, so that a daemon of a docket binary that
-// was since replaced declines the hooks of the new one.
-func ExeID() ([5]int64, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
-		return [5]int64{}, err
+// Forwardable reports whether the arguments after "docket hook" are those
+// of a pre hook the daemon may run: "pre" with at most an -agent flag.
+// Anything else (another hook, -deadline, -h, a bad flag) runs in-process.
+func Forwardable(args []string) bool {
+	pre := false
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "pre" && !pre:
+			pre = true
+		case (a == "-agent" || a == "--agent") && i+1 < len(args):
+			i++
+		case len(a) > 7 && a[:7] == "-agent=" || len(a) > 8 && a[:8] == "--agent=":
+		default:
+			return false
+		}
 	}
-	return [5]int64{int64(st.Dev), int64(st.Ino), st.Size, st.Mtim.Nano(), st.Ctim.Nano()}, nil
+	return pre
 }
 
 // SocketPath returns the daemon's socket of the project rooted at dir.

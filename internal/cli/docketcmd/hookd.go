@@ -147,11 +147,8 @@ func (s hookdSelf) serve(ctx context.Context, c *net.UnixConn) (stale bool) {
 	if err != nil {
 		return false
 	}
-	var cred *syscall.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil || credErr != nil || int(cred.Uid) != os.Getuid() {
+	uid := -1
+	if err := raw.Control(func(fd uintptr) { uid, _ = hookd.PeerUID(int(fd)) }); err != nil || uid != os.Getuid() {
 		return false
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -250,7 +247,7 @@ func unixFiles(oob []byte) ([]*os.File, error) {
 // answers on the socket or DOCKET_HOOKD=0. The daemon runs with this
 // hook's working directory and environment, the ones it answers.
 func startHookd() {
-	if os.Getenv("DOCKET_HOOKD") == "0" {
+	if !hookd.Supported || os.Getenv("DOCKET_HOOKD") == "0" {
 		return
 	}
 	project, err := store.ProjectDir()

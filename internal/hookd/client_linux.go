@@ -5,6 +5,31 @@ import (
 	"unsafe"
 )
 
+// ExeID identifies the running executable by device, inode, size and
+// modification and change times, so that a daemon of a docket binary that
+// was since replaced declines the hooks of the new one.
+func ExeID() ([5]int64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
+		return [5]int64{}, err
+	}
+	return [5]int64{int64(st.Dev), int64(st.Ino), st.Size, st.Mtim.Nano(), st.Ctim.Nano()}, nil
+}
+
+// PeerUID returns the user id of the process at the other end of the unix
+// socket fd (SO_PEERCRED).
+func PeerUID(fd int) (int, error) {
+	cred, err := syscall.GetsockoptUcred(fd, syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	if err != nil {
+		return -1, err
+	}
+	return int(cred.Uid), nil
+}
+
+// Supported reports whether hooks can be forwarded on this system: Linux
+// (SO_PEERCRED, /proc/self/exe).
+const Supported = true
+
 // answerWithin bounds the wait for the daemon's exit code, in seconds: the
 // hook's default deadline (10 s, within which the daemon's own hook blocks
 // the call) and a margin. The agents run a call whose hook timed out, so
@@ -13,25 +38,6 @@ const answerWithin = 12
 
 // sendWithin bounds sending the request, in seconds.
 const sendWithin = 2
-
-// Forwardable reports whether the arguments after "docket hook" are those
-// of a pre hook the daemon may run: "pre" with at most an -agent flag.
-// Anything else (another hook, -deadline, -h, a bad flag) runs in-process.
-func Forwardable(args []string) bool {
-	pre := false
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "pre" && !pre:
-			pre = true
-		case (a == "-agent" || a == "--agent") && i+1 < len(args):
-			i++
-		case len(a) > 7 && a[:7] == "-agent=" || len(a) > 8 && a[:8] == "--agent=":
-		default:
-			return false
-		}
-	}
-	return pre
-}
 
 // Forward hands the hook of this process (its arguments after "docket
 // hook", and its standard streams) to the daemon of its project, and
@@ -77,7 +83,7 @@ func Forward(args []string, start int64) (code int, ok bool) {
 	}
 	// Only a daemon of this user: anyone else who could bind the socket
 	// could answer "allow".
-	if cred, err := syscall.GetsockoptUcred(fd, syscall.SOL_SOCKET, syscall.SO_PEERCRED); err != nil || int(cred.Uid) != syscall.Getuid() {
+	if uid, err := PeerUID(fd); err != nil || uid != syscall.Getuid() {
 		return 0, false
 	}
 	send := syscall.Timeval{Sec: sendWithin}
