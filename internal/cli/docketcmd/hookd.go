@@ -97,14 +97,17 @@ func serveHookd(ctx context.Context, idle time.Duration) error {
 	if self.exe, err = hookd.ExeID(); err != nil {
 		return err
 	}
+	// A daemon that makes way stops accepting; the calls it took run on
+	// under the process's context (signals), not the one it cancels.
+	calls := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
 		<-ctx.Done()
 		ln.Close()
 	}()
-	var calls sync.WaitGroup
-	defer calls.Wait()
+	var running sync.WaitGroup
+	defer running.Wait()
 	for {
 		if err := ln.SetDeadline(time.Now().Add(idle)); err != nil {
 			return err
@@ -120,12 +123,12 @@ func serveHookd(ctx context.Context, idle time.Duration) error {
 			}
 			return err
 		}
-		calls.Add(1)
+		running.Add(1)
 		go func() {
 			stackgrow.Grow() // the hook's decoding and signing run deep
-			defer calls.Done()
+			defer running.Done()
 			defer c.Close()
-			if stale := self.serve(ctx, c); stale {
+			if stale := self.serve(calls, c); stale {
 				cancel(errStale)
 			}
 		}()
