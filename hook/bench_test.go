@@ -7,6 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -119,7 +122,9 @@ var hookOld = flag.String("hook.old", "", "BenchmarkHookPreVsOld: an earlier sta
 // round) on one project, so that all see the same machine load: `docket
 // hook pre` for an allowed `ls src` under the 20-policy file. It reports
 // the medians and 99th percentiles of each, the median of the pairwise
-// ratios new/old, and each docket's median and p99 over bare's:
+// ratios new/old, and each docket's median and p99 over bare's. This tree's
+// docket decides the first call in-process and starts the project's gate
+// daemon, which decides the others, as for a user:
 //
 //	go test -run '^$' -bench HookPreVsOld -benchtime 300x ./hook -args -hook.old=/path/to/earlier/docket
 func BenchmarkHookPreVsOld(b *testing.B) {
@@ -130,6 +135,9 @@ func BenchmarkHookPreVsOld(b *testing.B) {
 	ev := p.fixture(b, "claude/pre-bash.json", map[string]any{"session_id": "bench", "tool_input.command": "ls src"})
 	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "DOCKET_AUTOSYNC=0")
 	cur, bareBin := build(b, docketPkg, "CGO_ENABLED=0"), build(b, barePkg)
+	// The first call of this tree's docket starts the project's gate
+	// daemon (docket hookd), as it does for a user; stop it at the end.
+	b.Cleanup(func() { stopHookd(p.dir) })
 	var news, olds, bares []time.Duration
 	var ratios []float64
 	for i := 0; b.Loop(); i++ {
@@ -156,6 +164,18 @@ func BenchmarkHookPreVsOld(b *testing.B) {
 	b.ReportMetric(ratios[len(ratios)/2], "new/old")
 	b.ReportMetric(ms(median(news))/ms(median(bares)), "new/bare")
 	b.ReportMetric(ms(median(olds))/ms(median(bares)), "old/bare")
+}
+
+// stopHookd stops the gate daemon of the project at dir, if one runs: its
+// lock file names it.
+func stopHookd(dir string) {
+	data, err := os.ReadFile(filepath.Join(dir, ".docket", "hookd.lock"))
+	if err != nil {
+		return
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
 }
 
 // quantile returns the q-quantile (0 ≤ q ≤ 1) of ds, nearest rank.

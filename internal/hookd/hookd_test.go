@@ -218,9 +218,19 @@ func (p *project) daemonPID() int {
 	return pid
 }
 
+// stopDaemon stops the project's daemon, and one that a hook has just
+// started: it is killed once it names itself in the lock file or answers.
 func (p *project) stopDaemon(t *testing.T) {
-	if pid := p.daemonPID(); pid > 0 {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	for range 100 {
+		if pid := p.daemonPID(); pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		c, err := net.Dial("unix", p.socket())
+		if err != nil {
+			return
+		}
+		c.Close()
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -305,6 +315,7 @@ func TestDaemon(t *testing.T) {
 		if code != 0 || via != "" {
 			t.Errorf("hook pre after the daemon was killed = %d (%s) via %q, want 0 in-process", code, stderr, via)
 		}
+		p.waitDaemon(t) // the one that hook started, for the cleanup to stop
 	})
 }
 
