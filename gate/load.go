@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/docketlog/docket/internal/stackgrow"
 	"github.com/docketlog/docket/policy"
@@ -28,18 +29,61 @@ var schemaHash = func() string {
 // is not validated again, and neither are the requests built for it (Docket
 // builds them to the schema itself). Parsing, @id checks and deny-on-error
 // still run every time, so a policy that errors still denies.
+//
+// The files are read for every load; a process that loads the same files
+// again (the gate daemon, docket hookd, for each call) gets the engine it
+// parsed from them before: the parse is the cost, and the engine is
+// immutable.
 func LoadPolicy(s *store.Store) (*policy.Engine, error) {
+	files, err := policy.ReadDir(s.PolicyDir())
+	if err != nil {
+		return nil, err
+	}
+	if eng := parsed.get(files); eng != nil {
+		return eng, nil
+	}
 	var o policy.Options
 	mark := s.PolicyValidated()
 	if digest, schema, ok := strings.Cut(strings.TrimSpace(string(mark)), " "); ok && schema == schemaHash {
 		o.ValidatedDigest = digest
 	}
-	eng, err := o.LoadDir(s.PolicyDir())
-	if err == nil && eng.Digest() != o.ValidatedDigest {
+	eng, err := o.Load(files...)
+	if err != nil {
+		return nil, err
+	}
+	if eng.Digest() != o.ValidatedDigest {
 		// Best effort: without the record the next load validates again.
 		_ = s.SetPolicyValidated([]byte(eng.Digest() + " " + schemaHash + "\n"))
 	}
-	return eng, err
+	parsed.put(eng)
+	return eng, nil
+}
+
+// parsed is the last policy this process loaded.
+var parsed policyCache
+
+// policyCache holds one loaded engine, found again by the exact bytes and
+// names of its files (what its digest covers). A policy that did not load
+// is never kept: it is parsed, and refused, again.
+type policyCache struct {
+	mu  sync.Mutex // guards eng
+	eng *policy.Engine
+}
+
+func (c *policyCache) get(files []policy.File) *policy.Engine {
+	c.mu.Lock()
+	eng := c.eng
+	c.mu.Unlock()
+	if eng == nil || !eng.SameFiles(files) {
+		return nil
+	}
+	return eng
+}
+
+func (c *policyCache) put(eng *policy.Engine) {
+	c.mu.Lock()
+	c.eng = eng
+	c.mu.Unlock()
 }
 
 // Options configure [Open]. The zero Options are those of a hook.

@@ -3,10 +3,15 @@ package hook_test
 import (
 	"bytes"
 	"flag"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -119,7 +124,9 @@ var hookOld = flag.String("hook.old", "", "BenchmarkHookPreVsOld: an earlier sta
 // round) on one project, so that all see the same machine load: `docket
 // hook pre` for an allowed `ls src` under the 20-policy file. It reports
 // the medians and 99th percentiles of each, the median of the pairwise
-// ratios new/old, and each docket's median and p99 over bare's:
+// ratios new/old, and each docket's median and p99 over bare's. This tree's
+// docket decides the first call in-process and starts the project's gate
+// daemon, which decides the others, as for a user:
 //
 //	go test -run '^$' -bench HookPreVsOld -benchtime 300x ./hook -args -hook.old=/path/to/earlier/docket
 func BenchmarkHookPreVsOld(b *testing.B) {
@@ -130,6 +137,9 @@ func BenchmarkHookPreVsOld(b *testing.B) {
 	ev := p.fixture(b, "claude/pre-bash.json", map[string]any{"session_id": "bench", "tool_input.command": "ls src"})
 	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "DOCKET_AUTOSYNC=0")
 	cur, bareBin := build(b, docketPkg, "CGO_ENABLED=0"), build(b, barePkg)
+	// The first call of this tree's docket starts the project's gate
+	// daemon (docket hookd), as it does for a user; stop it at the end.
+	b.Cleanup(func() { stopHookd(p.dir) })
 	var news, olds, bares []time.Duration
 	var ratios []float64
 	for i := 0; b.Loop(); i++ {
@@ -156,6 +166,99 @@ func BenchmarkHookPreVsOld(b *testing.B) {
 	b.ReportMetric(ratios[len(ratios)/2], "new/old")
 	b.ReportMetric(ms(median(news))/ms(median(bares)), "new/bare")
 	b.ReportMetric(ms(median(olds))/ms(median(bares)), "old/bare")
+}
+
+// BenchmarkHookPreFloor splits the forwarded `docket hook pre` (this tree,
+// static) into what no change inside docket's code removes and the rest,
+// alternating, on the allowed `ls src` call of BenchmarkHookPreVsOld:
+//   - bare: the bare Go process;
+//   - client: docket hook pre against a socket that answers "exit 0" at
+//     once (an in-test listener standing in for the daemon): exec and the Go
+//     runtime's start on the docket binary, the packages before
+//     internal/hookd/fast, and the hand-over;
+//   - daemon: docket hook pre decided by the project's gate daemon;
+//   - inprocess: DOCKET_HOOKD=0, the hook deciding in its own process.
+//
+// It reports each median and p99 and each median over bare's:
+//
+//	go test -run '^$' -bench HookPreFloor -benchtime 300x ./hook
+func BenchmarkHookPreFloor(b *testing.B) {
+	p := newProject(b, filepath.Join("..", "testdata", "hook", "bench20.cedar"))
+	ev := p.fixture(b, "claude/pre-bash.json", map[string]any{"session_id": "bench", "tool_input.command": "ls src"})
+	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "DOCKET_AUTOSYNC=0")
+	cur, bareBin := build(b, docketPkg, "CGO_ENABLED=0"), build(b, barePkg)
+	b.Cleanup(func() { stopHookd(p.dir) })
+	// The stand-in daemon's project: a short path, for the socket.
+	fake, err := os.MkdirTemp("", "hd")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(fake) })
+	if err := os.MkdirAll(filepath.Join(fake, ".docket"), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(fake, ".docket", "hookd.sock"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				head := make([]byte, 8)
+				if _, err := io.ReadFull(c, head); err != nil {
+					return
+				}
+				n := int(head[4])<<24 | int(head[5])<<16 | int(head[6])<<8 | int(head[7])
+				if _, err := io.CopyN(io.Discard, c, int64(n)); err != nil {
+					return
+				}
+				_, _ = c.Write([]byte{'X', 0})
+			}()
+		}
+	}()
+	fakeEnv := append(append([]string{}, env...), "CLAUDE_PROJECT_DIR="+fake)
+	offEnv := append(append([]string{}, env...), "DOCKET_HOOKD=0")
+	names := []string{"bare", "client", "daemon", "inprocess"}
+	runs := []func() time.Duration{
+		func() time.Duration { return runProcess(b, p.dir, ev, env, bareBin) },
+		func() time.Duration { return runProcess(b, fake, ev, fakeEnv, cur, "hook", "pre") },
+		func() time.Duration { return runProcess(b, p.dir, ev, env, cur, "hook", "pre") },
+		func() time.Duration { return runProcess(b, p.dir, ev, offEnv, cur, "hook", "pre") },
+	}
+	runs[2]() // starts the daemon
+	times := make([][]time.Duration, len(runs))
+	for i := 0; b.Loop(); i++ {
+		for j := range runs {
+			k := (i + j) % len(runs)
+			times[k] = append(times[k], runs[k]())
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	for k, name := range names {
+		b.ReportMetric(ms(median(times[k])), name+"-ms")
+		b.ReportMetric(ms(quantile(times[k], 0.99)), name+"-p99-ms")
+		if k > 0 {
+			b.ReportMetric(ms(median(times[k]))/ms(median(times[0])), name+"/bare")
+		}
+	}
+}
+
+// stopHookd stops the gate daemon of the project at dir, if one runs: its
+// lock file names it.
+func stopHookd(dir string) {
+	data, err := os.ReadFile(filepath.Join(dir, ".docket", "hookd.lock"))
+	if err != nil {
+		return
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
 }
 
 // quantile returns the q-quantile (0 ≤ q ≤ 1) of ds, nearest rank.

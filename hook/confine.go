@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/docketlog/docket/confine"
 	"github.com/docketlog/docket/gate"
@@ -30,10 +31,14 @@ import (
 // wrapperRE matches a command the pre hook rewrote, capturing the digest
 // and mechanism it named. The post hook reads them back for the
 // execution receipt.
-var wrapperRE = regexp.MustCompile(`^(?:__docket_cwd="\$\(mktemp\)" && \{ )?` + quotedRE + ` exec -confine ` + quotedRE + ` -digest '(sha256:[0-9a-f]{64})' -mechanism '([a-z]+)' `)
+var wrapperRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:__docket_cwd="\$\(mktemp\)" && \{ )?` + quotedRE + ` exec -confine ` + quotedRE + ` -digest '(sha256:[0-9a-f]{64})' -mechanism '([a-z]+)' `)
+})
 
 // shellRE captures the original command of a rewritten one.
-var shellRE = regexp.MustCompile(` -mechanism '[a-z]+' (?:-cwd-file "\$__docket_cwd" )?-shell (` + quotedRE + `)(?:; __docket_st=\$\?; |$)`)
+var shellRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(` -mechanism '[a-z]+' (?:-cwd-file "\$__docket_cwd" )?-shell (` + quotedRE + `)(?:; __docket_st=\$\?; |$)`)
+})
 
 // shellUnquote reverses shellQuote.
 func shellUnquote(q string) string {
@@ -175,12 +180,12 @@ func executionConfinement(opts Options, toolName string, event map[string]any) (
 	}
 	in, _ := event["tool_input"].(map[string]any)
 	command, _ := in["command"].(string)
-	if m := wrapperRE.FindStringSubmatch(command); m != nil {
+	if m := wrapperRE().FindStringSubmatch(command); m != nil {
 		out, _ := json.Marshal(event["tool_response"])
 		if e, ok := event["error"].(string); ok {
 			out = append(out, e...)
 		}
-		if sm := shellRE.FindStringSubmatch(command); sm != nil {
+		if sm := shellRE().FindStringSubmatch(command); sm != nil {
 			orig := make(map[string]any, len(in))
 			for k, v := range in {
 				orig[k] = v

@@ -19,11 +19,11 @@ func TestConfinedCommand(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, carry := range []bool{true, false} {
 				got := confinedCommand("/opt/doc'ket", "/p/.docket/confinement/x.json", digest, "landlock", tt.cmd, carry)
-				m := wrapperRE.FindStringSubmatch(got)
+				m := wrapperRE().FindStringSubmatch(got)
 				if m == nil || m[1] != digest || m[2] != "landlock" {
 					t.Fatalf("wrapperRE on %q = %q, want the digest and landlock", got, m)
 				}
-				if sm := shellRE.FindStringSubmatch(got); sm == nil || shellUnquote(sm[1]) != tt.cmd {
+				if sm := shellRE().FindStringSubmatch(got); sm == nil || shellUnquote(sm[1]) != tt.cmd {
 					t.Errorf("the original read back from %q = %q, want %q", got, sm, tt.cmd)
 				}
 			}
@@ -33,7 +33,7 @@ func TestConfinedCommand(t *testing.T) {
 			}
 		})
 	}
-	if wrapperRE.MatchString(`echo __docket_cwd="$(mktemp)" && { 'x' exec -confine 'y' -digest 'sha256:` + digest[7:] + `' -mechanism 'landlock' `) {
+	if wrapperRE().MatchString(`echo __docket_cwd="$(mktemp)" && { 'x' exec -confine 'y' -digest 'sha256:` + digest[7:] + `' -mechanism 'landlock' `) {
 		t.Errorf("wrapperRE matches a command that only contains the wrapper")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/docketlog/docket/policy/internal/shell"
 )
@@ -121,16 +122,26 @@ func (x *callEnv) hooksPath() []string {
 	return out
 }
 
-var (
-	goGenerate   = regexp.MustCompile(`(?m)^//go:generate\s+(.+)$`)
-	jsonPair     = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"\s*:\s*"((?:[^"\\]|\\.)*)"`)
-	yamlEntry    = regexp.MustCompile(`(?m)^\s*-?\s*(?:entry|run|command|cmd|script)\s*:\s*(.+)$`)
-	makeRecipe   = regexp.MustCompile(`(?m)^\t+(.+)$`)
-	makeRuleCmd  = regexp.MustCompile(`(?m)^[^\t#=\n]*:[^=\n]*;(.+)$`)
-	makeShell    = regexp.MustCompile(`\$[({]shell ([^)}]+)[)}]`)
-	justRecipe   = regexp.MustCompile(`(?m)^(?: {2,}|\t)(.+)$`)
-	makeVariable = regexp.MustCompile(`\$[({][^)}]*[)}]|\$[@<^?*%]`)
-)
+// codeRE holds the expressions that find the commands planted in files
+// that are code, compiled at first use: a hook process that writes no such
+// file (most) never compiles them, and compiling the eight took a tenth of
+// package policy's initialisation.
+var codeRE = sync.OnceValue(func() *codeExprs {
+	return &codeExprs{
+		goGenerate:   regexp.MustCompile(`(?m)^//go:generate\s+(.+)$`),
+		jsonPair:     regexp.MustCompile(`"((?:[^"\\]|\\.)*)"\s*:\s*"((?:[^"\\]|\\.)*)"`),
+		yamlEntry:    regexp.MustCompile(`(?m)^\s*-?\s*(?:entry|run|command|cmd|script)\s*:\s*(.+)$`),
+		makeRecipe:   regexp.MustCompile(`(?m)^\t+(.+)$`),
+		makeRuleCmd:  regexp.MustCompile(`(?m)^[^\t#=\n]*:[^=\n]*;(.+)$`),
+		makeShell:    regexp.MustCompile(`\$[({]shell ([^)}]+)[)}]`),
+		justRecipe:   regexp.MustCompile(`(?m)^(?: {2,}|\t)(.+)$`),
+		makeVariable: regexp.MustCompile(`\$[({][^)}]*[)}]|\$[@<^?*%]`),
+	}
+})
+
+type codeExprs struct {
+	goGenerate, jsonPair, yamlEntry, makeRecipe, makeRuleCmd, makeShell, justRecipe, makeVariable *regexp.Regexp
+}
 
 // plantedCommands returns the shell commands a file's content says will
 // run, by the file's format: Makefile recipes, package.json scripts,
@@ -142,34 +153,34 @@ func plantedCommands(abs, kind, content string) []string {
 	}
 	base := strings.ToLower(filepath.Base(abs))
 	var out []string
-	for _, m := range goGenerate.FindAllStringSubmatch(content, -1) {
+	for _, m := range codeRE().goGenerate.FindAllStringSubmatch(content, -1) {
 		out = append(out, m[1])
 	}
 	switch {
 	case base == "makefile" || base == "gnumakefile" || strings.HasSuffix(base, ".mk"):
 		var raw []string
-		for _, m := range makeRecipe.FindAllStringSubmatch(content, -1) {
+		for _, m := range codeRE().makeRecipe.FindAllStringSubmatch(content, -1) {
 			raw = append(raw, m[1])
 		}
-		for _, m := range makeRuleCmd.FindAllStringSubmatch(content, -1) {
+		for _, m := range codeRE().makeRuleCmd.FindAllStringSubmatch(content, -1) {
 			raw = append(raw, m[1])
 		}
-		for _, m := range makeShell.FindAllStringSubmatch(content, -1) {
+		for _, m := range codeRE().makeShell.FindAllStringSubmatch(content, -1) {
 			raw = append(raw, m[1])
 		}
 		for _, r := range raw {
 			r = strings.TrimLeft(strings.TrimSpace(r), "@-+")
-			r = makeVariable.ReplaceAllString(r, "x") // make's own variables
+			r = codeRE().makeVariable.ReplaceAllString(r, "x") // make's own variables
 			out = append(out, strings.ReplaceAll(r, "$$", "$"))
 		}
 	case base == "justfile":
-		for _, m := range justRecipe.FindAllStringSubmatch(content, -1) {
+		for _, m := range codeRE().justRecipe.FindAllStringSubmatch(content, -1) {
 			out = append(out, strings.TrimLeft(strings.TrimSpace(m[1]), "@-"))
 		}
 	case base == "package.json" || base == "tasks.json" || base == "settings.json" || base == "mcp.json" || base == ".mcp.json" || base == "deno.json":
 		out = append(out, jsonCommands(content)...)
 	case strings.HasSuffix(base, ".yaml") || strings.HasSuffix(base, ".yml"):
-		for _, m := range yamlEntry.FindAllStringSubmatch(content, -1) {
+		for _, m := range codeRE().yamlEntry.FindAllStringSubmatch(content, -1) {
 			v := strings.TrimSpace(m[1])
 			if u, err := unquoteYAML(v); err == nil {
 				v = u
@@ -208,7 +219,7 @@ func jsonCommands(content string) []string {
 		walk(v)
 		return out
 	}
-	for _, m := range jsonPair.FindAllStringSubmatch(content, -1) {
+	for _, m := range codeRE().jsonPair.FindAllStringSubmatch(content, -1) {
 		var s string
 		if json.Unmarshal([]byte(`"`+m[2]+`"`), &s) == nil {
 			out = append(out, s)

@@ -316,21 +316,35 @@ func LoadDir(dir string) (*Engine, error) {
 
 // LoadDir is like the package-level [LoadDir] with options.
 func (o Options) LoadDir(dir string) (*Engine, error) {
+	files, err := ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return o.Load(files...)
+}
+
+// ReadDir reads every *.cedar file directly inside dir, in name order: the
+// files LoadDir loads.
+func ReadDir(dir string) ([]File, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading policy directory: %w", err)
 	}
-	var paths []string
+	var files []File
 	for _, de := range ents {
 		if de.Type()&fs.ModeType == fs.ModeDir || !strings.HasSuffix(de.Name(), ".cedar") {
 			continue
 		}
-		paths = append(paths, filepath.Join(dir, de.Name()))
+		b, err := os.ReadFile(filepath.Join(dir, de.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("reading policy: %w", err)
+		}
+		files = append(files, File{Name: de.Name(), Data: b})
 	}
-	if len(paths) == 0 {
+	if len(files) == 0 {
 		return nil, fmt.Errorf("no .cedar files in %s", dir)
 	}
-	return o.LoadFiles(paths...)
+	return files, nil
 }
 
 // Reason returns the @reason annotation of the policy with the given ID,
@@ -350,6 +364,14 @@ func (e *Engine) Files() []File {
 		out[i] = File{Name: f.Name, Data: slices.Clone(f.Data)}
 	}
 	return out
+}
+
+// SameFiles reports whether files are exactly the engine's files: the same
+// names with the same bytes, in the same order.
+func (e *Engine) SameFiles(files []File) bool {
+	return slices.EqualFunc(e.files, files, func(a, b File) bool {
+		return a.Name == b.Name && bytes.Equal(a.Data, b.Data)
+	})
 }
 
 // Digest returns the acta-policy-digest-v1 digest of the loaded files

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha512"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"filippo.io/edwards25519"
@@ -58,11 +59,29 @@ func privateKeyFromSeed(seed []byte, pub ed25519.PublicKey) (ed25519.PrivateKey,
 	if len(seed) != ed25519.SeedSize || len(pub) != ed25519.PublicKeySize {
 		return nil, errors.New("bad key length")
 	}
+	priv := ed25519.PrivateKey(append(append(make([]byte, 0, 64), seed...), pub...))
+	matchedMu.Lock()
+	known := string(priv) == matched
+	matchedMu.Unlock()
+	if known {
+		return priv, nil
+	}
 	h := sha512.Sum512(seed)
 	s, _ := edwards25519.NewScalar().SetBytesWithClamping(h[:32])
 	A := new(edwards25519.Point).ScalarMult(s, edwards25519.NewGeneratorPoint()).Bytes()
 	if string(A) != string(pub) {
 		return nil, errors.New("public key does not match the seed")
 	}
-	return ed25519.PrivateKey(append(append(make([]byte, 0, 64), seed...), pub...)), nil
+	matchedMu.Lock()
+	matched = string(priv)
+	matchedMu.Unlock()
+	return priv, nil
 }
+
+// matched is the last seed and public key (a private key's 64 bytes) that
+// privateKeyFromSeed found to match: a process that loads the same key
+// file for every call (the gate daemon, docket hookd) checks it once.
+var (
+	matchedMu sync.Mutex // guards matched
+	matched   string
+)

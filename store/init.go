@@ -24,7 +24,7 @@ var GitignoreLines = []string{
 	"/.docket/issuer.key", "/.docket/sessions/", "/.docket/proofs/", "/.docket/spool/", "/.docket/journal/",
 	"/.docket/" + IssuerJournalFile, "/.docket/" + IssuerLockFile, "/.docket/" + policyValidatedFile,
 	"/.docket/" + SyncLockFile, "/.docket/" + SyncLogFile, "/.docket/" + cursorFile, "/.docket/" + AppendsFile,
-	"/.docket/" + proofsCheckedFile,
+	"/.docket/" + proofsCheckedFile, "/.docket/hookd.sock", "/.docket/hookd.lock", // the gate daemon's (internal/hookd)
 }
 
 // InitKey makes sure the project has an issuer key: it loads the existing

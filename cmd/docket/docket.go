@@ -8,10 +8,13 @@ package main
 
 import (
 	"context"
-	"github.com/docketlog/docket/confine"
 	"os"
 
+	"github.com/docketlog/docket/confine"
 	"github.com/docketlog/docket/internal/cli/docketcmd"
+	// Forwards `docket hook pre` to the project's gate daemon before the
+	// other packages initialise (see its comment).
+	_ "github.com/docketlog/docket/internal/hookd/fast"
 )
 
 func main() {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/docketlog/docket/hook"
+	"github.com/docketlog/docket/internal/hookd"
 	"github.com/docketlog/docket/store"
 )
 
@@ -59,6 +60,8 @@ Environment:
     DOCKET_HOOK_LOG  append one JSON log line per run to this file
     DOCKET_AUTOSYNC  0: do not start docket sync in the background (for CI
                      jobs that run docket sync themselves at the end)
+    DOCKET_HOOKD     0: neither forward pre hooks to the project's gate
+                     daemon nor start one (see docket hookd)
 
 Examples:
     echo '{"session_id":"s","tool_name":"Bash","tool_input":{"command":"ls"}}' | docket hook pre
@@ -66,6 +69,17 @@ Examples:
 `
 
 func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	code := runHookFrom(ctx, processStart, false, args, stdin, stdout, stderr)
+	if hookd.Fast && hook.ParseInvocation(args).Kind == hook.Pre {
+		startHookd() // the next pre hooks are forwarded to it
+	}
+	return code
+}
+
+// runHookFrom runs the hook of a process that started at start, in this
+// process or, daemon true, for a hook process that forwarded it (its log
+// line says so).
+func runHookFrom(ctx context.Context, start time.Time, daemon bool, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	inv := hook.ParseInvocation(args)
 	if inv.Help || len(args) == 0 && isTerminal(stdin) {
 		// Never 0: an agent must not read a help request as an allow.
@@ -77,7 +91,7 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		Agent:     inv.Agent,
 		Kind:      inv.Kind,
 		ArgsErr:   inv.Err,
-		Start:     processStart,
+		Start:     start,
 		Deadline:  inv.Deadline,
 		StartSync: func(s *store.Store) { startSync(s, stderr) },
 	}
@@ -91,6 +105,9 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
 			defer f.Close()
 			opts.Logger = slog.New(slog.NewJSONHandler(f, nil))
+			if daemon {
+				opts.Logger = opts.Logger.With("via", "hookd")
+			}
 		}
 	}
 	if f, ok := ctx.Value(faultKey{}).(Fault); ok && f != nil {

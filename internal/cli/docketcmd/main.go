@@ -92,6 +92,8 @@ var commands = map[string]command{
 	"run":             runRun,
 	// The demo's MCP server (docket demo), not listed in the usage.
 	"demo-mcp-server": runDemoMCPServer,
+	// The project's gate daemon, started by the pre hook (docket hookd -h).
+	"hookd": runHookd,
 }
 
 // Run runs the docket command line args (without the program name) and
