@@ -171,6 +171,12 @@ func (c *issuerCounter) write(jr issuerJournal, sync bool) error {
 	jr.Boot = bootID()
 	b := jr.appendJSON(c.written[:0])
 	c.written = nil // unknown until the write is complete
+	// A record shorter than the one it replaces (an allocation after a
+	// done note) is padded with spaces, which JSON readers skip, rather
+	// than followed by a truncate(2).
+	for len(b) < c.size-1 && c.size <= maxIssuerPad {
+		b = append(b, ' ')
+	}
 	b = append(b, '\n')
 	if _, err := c.j.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("issuer journal: %w", err)
@@ -191,6 +197,10 @@ func (c *issuerCounter) write(jr issuerJournal, sync bool) error {
 	}
 	return nil
 }
+
+// maxIssuerPad bounds the issuer journal that write pads instead of
+// truncating: a longer one (not written by write) is cut.
+const maxIssuerPad = 512
 
 // appendJSON appends jr's JSON form, the members json.Marshal would write
 // (json.Unmarshal reads it back).
