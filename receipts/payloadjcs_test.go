@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -170,5 +171,27 @@ func TestCachedKID(t *testing.T) {
 	}
 	if got, want := cachedKID(ed25519.PublicKey{1, 2}), KID(ed25519.PublicKey{1, 2}); got != want {
 		t.Errorf("cachedKID(short key) = %s, want %s", got, want)
+	}
+}
+
+// unsignedMember names a member outside the signed envelope's, the empty
+// name and those that sort first included.
+func TestUnsignedMember(t *testing.T) {
+	sig := map[string]any{"alg": "EdDSA", "kid": "k", "sig": strings.Repeat("ab", 64)}
+	for _, tt := range []struct {
+		name     string
+		obj, sig map[string]any
+		want     string
+	}{
+		{"exact", map[string]any{"payload": 1, "signature": 1}, sig, ""},
+		{"empty name", map[string]any{"payload": 1, "signature": 1, "": 1}, sig, `member ""`},
+		{"two others, the first in order", map[string]any{"payload": 1, "z": 1, "signature": 1, "a": 1}, sig, `member "a"`},
+		{"in the signature", map[string]any{"payload": 1, "signature": 1}, map[string]any{"alg": "EdDSA", "kid": "k", "sig": "x", "": 1}, `member "" of signature`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := unsignedMember(tt.obj, tt.sig); got != tt.want {
+				t.Errorf("unsignedMember = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

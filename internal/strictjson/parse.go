@@ -369,10 +369,13 @@ func (p *parser) string() (string, error) {
 		c := d[p.pos]
 		if c == '"' {
 			s := d[start:p.pos]
+			p.pos++
+			if is, ok := intern(s); ok {
+				return is, nil // valid UTF-8: ASCII
+			}
 			if !utf8.Valid(s) {
 				return "", &SyntaxError{start, "invalid UTF-8 in string"}
 			}
-			p.pos++
 			return string(s), nil
 		}
 		if c == '\\' {
