@@ -328,18 +328,22 @@ func (p *parser) number() (any, error) {
 		return n
 	}
 	intStart := p.pos
-	if n := digits(); n == 0 {
+	n := digits()
+	if n == 0 {
 		return nil, p.errorf("invalid number")
 	} else if n > 1 && d[intStart] == '0' {
 		return nil, &SyntaxError{intStart, "number with leading zero"}
 	}
+	short := n <= 15 // an integer ParseFloat reads exactly, unless more follows
 	if p.pos < len(d) && d[p.pos] == '.' {
+		short = false
 		p.pos++
 		if digits() == 0 {
 			return nil, p.errorf("invalid number fraction")
 		}
 	}
 	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
+		short = false
 		p.pos++
 		if p.pos < len(d) && (d[p.pos] == '+' || d[p.pos] == '-') {
 			p.pos++
@@ -354,8 +358,10 @@ func (p *parser) number() (any, error) {
 	if strings.ContainsAny(lit, ".eE") || len(strings.TrimPrefix(lit, "-")) > 15 || lit == "-0" {
 		p.nonCanonical = true
 	}
-	if f, err := strconv.ParseFloat(lit, 64); err != nil || f != f {
-		return nil, &SyntaxError{start, "number out of range"}
+	if !short { // an integer of up to 15 digits is in range
+		if f, err := strconv.ParseFloat(lit, 64); err != nil || f != f {
+			return nil, &SyntaxError{start, "number out of range"}
+		}
 	}
 	return json.Number(lit), nil
 }
