@@ -25,8 +25,9 @@ import (
 // to the same issuer and the same chain concurrently and stay correct:
 // the counter and the head are read again under the locks at every append,
 // and are parsed only when they hold something other than what this
-// Appender wrote. A file that is no longer the one its path names (deleted
-// or replaced) is opened again before it is used.
+// Appender wrote. A held file that was deleted or replaced (by a rename
+// over it) is opened again before it is used; the chain is also checked
+// against its path, so that a chain moved aside is not written to either.
 //
 // An Appender is safe for concurrent use; its appends are serialized.
 type Appender struct {
@@ -38,12 +39,12 @@ type Appender struct {
 	issuer issuerCounter
 	chain  *os.File
 	head   *os.File
-	// chainID and headID are the files chain and head are.
-	chainID, headID fileID
-	cache           headCache
-	appends         int // the appends journal's descriptor, -1 when closed
-	journal         int // the session's input journal's descriptor, -1 when closed
-	journalBuf      *bytes.Buffer
+	// chainID is the file chain is.
+	chainID    fileID
+	cache      headCache
+	appends    int // the appends journal's descriptor, -1 when closed
+	journal    int // the session's input journal's descriptor, -1 when closed
+	journalBuf *bytes.Buffer
 }
 
 // Hold opens an Appender for session and routes the store's appends to
@@ -114,17 +115,13 @@ func (a *Appender) appendChain(session string, opts AppendOptions, issuerSeq int
 	}
 	defer durable.Unlock(a.chain)
 	headPath := a.s.headPath(a.name)
-	if a.head != nil && !a.headID.names(headPath) {
+	if a.head != nil && !linked(a.head) {
 		a.head.Close()
 		a.head, a.cache.written = nil, nil
 	}
 	if a.head == nil {
 		hf, err := openCreate(headPath)
 		if err != nil {
-			return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
-		}
-		if a.headID, err = idOf(hf); err != nil {
-			hf.Close()
 			return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
 		}
 		a.head, a.cache.written = hf, nil
@@ -258,8 +255,11 @@ func (id fileID) is(st *syscall.Stat_t) bool {
 	return uint64(st.Dev) == id.dev && uint64(st.Ino) == id.ino
 }
 
-// names reports whether path names the file id now.
-func (id fileID) names(path string) bool {
+// linked reports whether f is still linked in its directory: a file held
+// open that was deleted, or replaced by a rename, is not. (The chain is
+// checked against its path itself, lockChain: a chain moved aside is not
+// written to either.)
+func linked(f *os.File) bool {
 	var st syscall.Stat_t
-	return syscall.Stat(path, &st) == nil && id.is(&st)
+	return syscall.Fstat(int(f.Fd()), &st) == nil && st.Nlink > 0
 }

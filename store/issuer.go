@@ -60,13 +60,12 @@ type issuerCounter struct {
 	next int64
 
 	// held is set for an Appender's counter, whose lock and journal stay
-	// open between appends (acquire, release); lockID and jID are the
-	// files they are, buf is reused to read the journal, and written is
+	// open between appends (acquire, release); buf is reused to read the
+	// journal, and written is
 	// what the journal held after this counter's last write (nil when
 	// unknown), writtenDone whether that was a done note: when the
 	// journal still holds it, nobody allocated since.
 	held         bool
-	lockID, jID  fileID
 	buf, written []byte
 	writtenDone  bool
 }
@@ -94,7 +93,7 @@ func (s *Store) allocIssuerSequence(session string) (*issuerCounter, error) {
 
 func (c *issuerCounter) load(session string) error {
 	path := filepath.Join(c.s.dir, IssuerJournalFile)
-	if c.j != nil && !c.jID.names(path) {
+	if c.j != nil && !linked(c.j) {
 		// The held journal is no longer the store's (deleted or
 		// replaced): what it holds says nothing of the store's counter.
 		c.j.Close()
@@ -106,11 +105,6 @@ func (c *issuerCounter) load(session string) error {
 			return fmt.Errorf("issuer journal: %w", err)
 		}
 		c.j, c.size = j, 0
-		if c.held {
-			if c.jID, err = idOf(j); err != nil {
-				return fmt.Errorf("issuer journal: %w", err)
-			}
-		}
 	}
 	if c.buf == nil {
 		c.buf = make([]byte, 4096)
@@ -250,16 +244,12 @@ func (c *issuerCounter) acquire(session string) error {
 			if err != nil {
 				return fmt.Errorf("issuer lock: %w", err)
 			}
-			if c.lockID, err = idOf(lock); err != nil {
-				lock.Close()
-				return fmt.Errorf("issuer lock: %w", err)
-			}
 			c.lock = lock
 		}
 		if err := durable.Lock(c.lock); err != nil {
 			return fmt.Errorf("issuer lock: %w", err)
 		}
-		if c.lockID.names(path) {
+		if linked(c.lock) {
 			break
 		}
 		c.lock.Close()
