@@ -201,8 +201,8 @@ func TestAppenderFilesReplaced(t *testing.T) {
 			for _, p := range tt.paths(st) {
 				var err error
 				if tt.replace {
-					data, err := os.ReadFile(p)
-					if err != nil {
+					var data []byte
+					if data, err = os.ReadFile(p); err != nil {
 						t.Fatal(err)
 					}
 					if err := os.WriteFile(p+".new", data, 0o600); err != nil {
