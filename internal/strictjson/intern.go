@@ -2,125 +2,254 @@ package strictjson
 
 // intern returns the string of b without allocating when it is one of the
 // names and values every receipt and log entry repeats (the members of
-// DESIGN §3.1 and §3.4 and their most common values): a log parses
-// thousands of entries a second, and their member names were a third of
+// DESIGN §3.1 and §3.4 and their most common values), and the same string
+// as an interface value, also without allocating: a log parses thousands
+// of entries a second, and these strings and their boxes were a third of
 // its allocations. ok is false for any other b. (The compiler switches on
-// string(b) without converting it.)
-func intern(b []byte) (s string, ok bool) {
+// string(b) without converting it, and the interface values are static.)
+func intern(b []byte) (s string, v any, ok bool) {
+	i := internIndex(b)
+	if i < 0 {
+		return "", nil, false
+	}
+	return internedNames[i], internedValues[i], true
+}
+
+// internIndex returns the index of b in internedNames, -1 when it is not
+// there; internedValues holds the same strings in the same order
+// (TestInternTables).
+func internIndex(b []byte) int {
 	switch string(b) {
 	case "public_key":
-		return "public_key", true
+		return 0
 	case "receipt":
-		return "receipt", true
+		return 1
 	case "payload":
-		return "payload", true
+		return 2
 	case "signature":
-		return "signature", true
+		return 3
 	case "alg":
-		return "alg", true
+		return 4
 	case "kid":
-		return "kid", true
+		return 5
 	case "sig":
-		return "sig", true
+		return 6
 	case "type":
-		return "type", true
+		return 7
 	case "spec":
-		return "spec", true
+		return 8
 	case "issued_at":
-		return "issued_at", true
+		return 9
 	case "issuer_id":
-		return "issuer_id", true
+		return 10
 	case "session_id":
-		return "session_id", true
+		return 11
 	case "sequence":
-		return "sequence", true
+		return 12
 	case "previousReceiptHash":
-		return "previousReceiptHash", true
+		return 13
 	case "hook_event":
-		return "hook_event", true
+		return 14
 	case "agent":
-		return "agent", true
+		return 15
 	case "tool_name":
-		return "tool_name", true
+		return 16
 	case "tool_use_id":
-		return "tool_use_id", true
+		return 17
 	case "tool_input_hash":
-		return "tool_input_hash", true
+		return 18
 	case "tool_output_hash":
-		return "tool_output_hash", true
+		return 19
 	case "decision":
-		return "decision", true
+		return 20
 	case "reason":
-		return "reason", true
+		return 21
 	case "policy_digest":
-		return "policy_digest", true
+		return 22
 	case "policy_ids":
-		return "policy_ids", true
+		return 23
 	case "decision_receipt_hash":
-		return "decision_receipt_hash", true
+		return 24
 	case "hook_latency_ms":
-		return "hook_latency_ms", true
+		return 25
 	case "tool_duration_ms":
-		return "tool_duration_ms", true
+		return 26
 	case "lifecycle_event":
-		return "lifecycle_event", true
+		return 27
 	case "issuer_sequence":
-		return "issuer_sequence", true
+		return 28
 	case "final_sequence":
-		return "final_sequence", true
+		return 29
 	case "head_hash":
-		return "head_hash", true
+		return 30
 	case "issuer_high_water":
-		return "issuer_high_water", true
+		return 31
 	case "open_sessions":
-		return "open_sessions", true
+		return 32
 	case "pic_proposal_digest":
-		return "pic_proposal_digest", true
+		return 33
 	case "model":
-		return "model", true
+		return 34
 	case "enforced":
-		return "enforced", true
+		return 35
 	case "transcript_hash":
-		return "transcript_hash", true
+		return 36
 	case "transcript_position":
-		return "transcript_position", true
+		return 37
 	case "tool_ran":
-		return "tool_ran", true
+		return 38
 	case "confinement":
-		return "confinement", true
+		return 39
 	case "tool_input_commitment":
-		return "tool_input_commitment", true
+		return 40
 	case "digest":
-		return "digest", true
+		return 41
 	case "mechanism":
-		return "mechanism", true
-	// Values.
+		return 42
 	case "EdDSA":
-		return "EdDSA", true
+		return 43
 	case "protectmcp:decision":
-		return "protectmcp:decision", true
+		return 44
 	case "protectmcp:lifecycle":
-		return "protectmcp:lifecycle", true
+		return 45
 	case "draft-farley-acta-signed-receipts-04":
-		return "draft-farley-acta-signed-receipts-04", true
+		return 46
 	case "allow":
-		return "allow", true
+		return 47
 	case "deny":
-		return "deny", true
+		return 48
 	case "require_approval":
-		return "require_approval", true
+		return 49
 	case "PreToolUse":
-		return "PreToolUse", true
+		return 50
 	case "PostToolUse":
-		return "PostToolUse", true
+		return 51
 	case "PostToolUseFailure":
-		return "PostToolUseFailure", true
+		return 52
 	case "SessionStart":
-		return "SessionStart", true
+		return 53
 	case "SessionEnd":
-		return "SessionEnd", true
+		return 54
 	case "executed":
-		return "executed", true
+		return 55
 	}
-	return "", false
+	return -1
+}
+
+var internedNames = [...]string{
+	"public_key",
+	"receipt",
+	"payload",
+	"signature",
+	"alg",
+	"kid",
+	"sig",
+	"type",
+	"spec",
+	"issued_at",
+	"issuer_id",
+	"session_id",
+	"sequence",
+	"previousReceiptHash",
+	"hook_event",
+	"agent",
+	"tool_name",
+	"tool_use_id",
+	"tool_input_hash",
+	"tool_output_hash",
+	"decision",
+	"reason",
+	"policy_digest",
+	"policy_ids",
+	"decision_receipt_hash",
+	"hook_latency_ms",
+	"tool_duration_ms",
+	"lifecycle_event",
+	"issuer_sequence",
+	"final_sequence",
+	"head_hash",
+	"issuer_high_water",
+	"open_sessions",
+	"pic_proposal_digest",
+	"model",
+	"enforced",
+	"transcript_hash",
+	"transcript_position",
+	"tool_ran",
+	"confinement",
+	"tool_input_commitment",
+	"digest",
+	"mechanism",
+	"EdDSA",
+	"protectmcp:decision",
+	"protectmcp:lifecycle",
+	"draft-farley-acta-signed-receipts-04",
+	"allow",
+	"deny",
+	"require_approval",
+	"PreToolUse",
+	"PostToolUse",
+	"PostToolUseFailure",
+	"SessionStart",
+	"SessionEnd",
+	"executed",
+}
+
+var internedValues = [...]any{
+	"public_key",
+	"receipt",
+	"payload",
+	"signature",
+	"alg",
+	"kid",
+	"sig",
+	"type",
+	"spec",
+	"issued_at",
+	"issuer_id",
+	"session_id",
+	"sequence",
+	"previousReceiptHash",
+	"hook_event",
+	"agent",
+	"tool_name",
+	"tool_use_id",
+	"tool_input_hash",
+	"tool_output_hash",
+	"decision",
+	"reason",
+	"policy_digest",
+	"policy_ids",
+	"decision_receipt_hash",
+	"hook_latency_ms",
+	"tool_duration_ms",
+	"lifecycle_event",
+	"issuer_sequence",
+	"final_sequence",
+	"head_hash",
+	"issuer_high_water",
+	"open_sessions",
+	"pic_proposal_digest",
+	"model",
+	"enforced",
+	"transcript_hash",
+	"transcript_position",
+	"tool_ran",
+	"confinement",
+	"tool_input_commitment",
+	"digest",
+	"mechanism",
+	"EdDSA",
+	"protectmcp:decision",
+	"protectmcp:lifecycle",
+	"draft-farley-acta-signed-receipts-04",
+	"allow",
+	"deny",
+	"require_approval",
+	"PreToolUse",
+	"PostToolUse",
+	"PostToolUseFailure",
+	"SessionStart",
+	"SessionEnd",
+	"executed",
 }

@@ -175,7 +175,15 @@ func (p *parser) value(depth int) (any, error) {
 	case c == '[':
 		return p.array(depth + 1)
 	case c == '"':
-		return p.string()
+		start := p.pos
+		s, err := p.string()
+		if err != nil {
+			return nil, err
+		}
+		if _, v, ok := intern(p.data[start+1 : p.pos-1]); ok {
+			return v, nil // boxed once, not per value
+		}
+		return s, nil
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	default:
@@ -376,7 +384,7 @@ func (p *parser) string() (string, error) {
 		if c == '"' {
 			s := d[start:p.pos]
 			p.pos++
-			if is, ok := intern(s); ok {
+			if is, _, ok := intern(s); ok {
 				return is, nil // valid UTF-8: ASCII
 			}
 			if !utf8.Valid(s) {
