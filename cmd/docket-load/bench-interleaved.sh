@@ -32,7 +32,16 @@ go build -o "$W/docket-log" ./cmd/docket-log
 go build -o "$W/docket-load" ./cmd/docket-load
 GOBIN="$W" go install github.com/transparency-dev/tessera/cmd/conformance/posix@v1.0.4
 
-cpu_us() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d\n", ($14 + $15) * 1000000 / hz }' "/proc/$1/stat"; }
+# cpu_us PID: the CPU time of a server so far; a server that is gone
+# ends the run with the end of its error output.
+cpu_us() {
+	if [ ! -e "/proc/$1/stat" ]; then
+		echo "server $1 exited; the end of its error output:" >&2
+		for f in "$W"/*.err; do echo "== $f" >&2; tail -n 40 "$f" >&2; done
+		exit 1
+	fi
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%d\n", ($14 + $15) * 1000000 / hz }' "/proc/$1/stat"
+}
 wait_up() { for _ in $(seq 200); do curl -sf "$1/checkpoint" >/dev/null && return 0; sleep 0.05; done; echo "server did not start" >&2; exit 1; }
 
 for a in $D $R $O; do
