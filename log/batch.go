@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -149,5 +150,7 @@ func (l *Log) handleBatch(w http.ResponseWriter, r *http.Request, body []byte) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	json.NewEncoder(w).Encode(answers)
-	l.logger.Debug("add batch", "status", http.StatusOK, "entries", len(entries), "failed", failed, "took", time.Since(start))
+	if l.logger.Enabled(r.Context(), slog.LevelDebug) {
+		l.logger.Debug("add batch", "status", http.StatusOK, "entries", len(entries), "failed", failed, "took", time.Since(start))
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"path"
 	"strconv"
@@ -219,7 +220,9 @@ func (l *Log) handleAdd(w http.ResponseWriter, r *http.Request) {
 	h.Set("Docket-Index", strconv.FormatUint(res.Index, 10))
 	h.Set("Docket-Duplicate", strconv.FormatBool(res.Dup))
 	w.Write(res.Proof)
-	l.logger.Debug("add", "status", http.StatusOK, "index", res.Index, "dup", res.Dup, "size", res.Size, "took", time.Since(start))
+	if l.logger.Enabled(r.Context(), slog.LevelDebug) { // else its arguments would still be allocated
+		l.logger.Debug("add", "status", http.StatusOK, "index", res.Index, "dup", res.Dup, "size", res.Size, "took", time.Since(start))
+	}
 }
 
 // errIncompleteBody is readBody's error when the body was cut short or

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -498,5 +499,33 @@ func TestAddFoldedMembers(t *testing.T) {
 	entry := []byte(`{"public_key":"` + hex.EncodeToString(pub) + `","receipt":` + string(receipts.SignCanonical(priv, payload)) + `}`)
 	if r, err := l.Add(t.Context(), entry); !errors.Is(err, receipts.ErrMalformedEntry) {
 		t.Errorf("Add(entry with tool_name and Tool_name) = %+v, %v; want ErrMalformedEntry", r, err)
+	}
+}
+
+// marshalProof writes what proof.TLogProof's Marshal writes.
+func TestMarshalProof(t *testing.T) {
+	cp := []byte("example.com/log\n12\nAAAA\n\n— example.com/log sig\n")
+	for _, tt := range []struct {
+		name   string
+		idx    uint64
+		hashes int
+	}{
+		{"no hashes", 0, 0},
+		{"one", 1, 1},
+		{"many", 1<<40 + 3, 40},
+		{"largest index", ^uint64(0), 64},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tp := proof.TLogProof{Index: tt.idx, Checkpoint: cp}
+			var hashes [][]byte
+			for i := range tt.hashes {
+				h := sha256.Sum256([]byte{byte(i)})
+				tp.Hashes = append(tp.Hashes, h)
+				hashes = append(hashes, h[:])
+			}
+			if got, want := marshalProof(tt.idx, hashes, cp), tp.Marshal(); !bytes.Equal(got, want) {
+				t.Errorf("marshalProof = %q, want %q", got, want)
+			}
+		})
 	}
 }

@@ -37,6 +37,12 @@ func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Wri
 		p.kill()
 		return 1, err
 	}
+	// The session's files stay open for its appends (store.Appender):
+	// each call appends two receipts. A session held elsewhere in this
+	// process is appended to file by file, as a hook does.
+	if a, err := cfg.Gate.Store().Hold(cfg.SessionID); err == nil {
+		defer a.Close()
+	}
 	if _, err := cfg.Gate.Record(ctx, gate.Event{HookEvent: receipts.SessionStart, SessionID: cfg.SessionID, Agent: r.agent}); err != nil {
 		r.log.Error("mcp: recording the session start", "err", err)
 	} else if cfg.Appended != nil {

@@ -37,12 +37,23 @@ type Entry struct {
 
 // Leaf returns the log leaf: the JCS of {"public_key": <hex>, "receipt": <receipt>}.
 func (e *Entry) Leaf() []byte {
-	b := make([]byte, 0, len(e.Receipt)+100)
-	b = append(b, `{"public_key":"`...)
+	b := make([]byte, 0, e.leafSize())
+	b = append(b, leafStart...)
 	b = hex.AppendEncode(b, e.PublicKey)
-	b = append(b, `","receipt":`...)
+	b = append(b, leafMiddle...)
 	b = append(b, e.Receipt...)
 	return append(b, '}')
+}
+
+// The parts of a leaf around its public key and its receipt.
+const (
+	leafStart  = `{"public_key":"`
+	leafMiddle = `","receipt":`
+)
+
+// leafSize returns len(e.Leaf()).
+func (e *Entry) leafSize() int {
+	return len(leafStart) + hex.EncodedLen(len(e.PublicKey)) + len(leafMiddle) + len(e.Receipt) + 1
 }
 
 // NewEntry returns the log leaf for a receipt signed by pub, verifying it first.
@@ -117,14 +128,14 @@ func ParseEntryKnown(data []byte, known func(receipt []byte, pub ed25519.PublicK
 	if cause != "" || rc.shape != "envelope" {
 		return nil, fmt.Errorf("%w: receipt is not a draft-04 envelope: %s", ErrMalformedEntry, detail)
 	}
-	if kid := KID(pub); rc.kid != kid {
+	if kid := cachedKID(pub); rc.kid != kid {
 		return nil, fmt.Errorf("%w: kid %q is not %q, the kid of public_key", ErrEntrySignature, rc.kid, kid)
 	}
 	if rc.sig == nil || !(known != nil && known(c, pub)) && !verifyEd25519(pub, rc.signingInput, rc.sig) {
 		return nil, fmt.Errorf("%w: bad Ed25519 signature", ErrEntrySignature)
 	}
 	e := &Entry{PublicKey: pub, Receipt: c, KID: rc.kid}
-	if n := len(e.Leaf()); n > MaxEntrySize {
+	if n := e.leafSize(); n > MaxEntrySize {
 		return nil, fmt.Errorf("%w: canonical leaf is %d bytes, limit %d", ErrEntryTooLarge, n, MaxEntrySize)
 	}
 	e.Payload = rc.payload

@@ -1,10 +1,12 @@
 package receipts
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
 	"math/big"
+	"sync/atomic"
 )
 
 const base58Alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
@@ -42,6 +44,31 @@ func KID(pub ed25519.PublicKey) string {
 		s = s[:12]
 	}
 	return KIDPrefix + s
+}
+
+// kidCache holds the KIDs of recently seen keys, one per slot chosen by
+// the key's first byte: a log sees the same few issuers again and again,
+// and Base58 costs a division per digit. It is bounded whatever keys
+// entries carry.
+var kidCache [256]atomic.Pointer[kidOf]
+
+type kidOf struct {
+	pub [ed25519.PublicKeySize]byte
+	kid string
+}
+
+// cachedKID returns KID(pub), from kidCache when it holds pub.
+func cachedKID(pub ed25519.PublicKey) string {
+	if len(pub) != ed25519.PublicKeySize {
+		return KID(pub)
+	}
+	slot := &kidCache[pub[0]]
+	if k := slot.Load(); k != nil && bytes.Equal(k.pub[:], pub) {
+		return k.kid
+	}
+	k := &kidOf{pub: [ed25519.PublicKeySize]byte(pub), kid: KID(pub)}
+	slot.Store(k)
+	return k.kid
 }
 
 // Thumbprint returns the RFC 7638 JWK thumbprint of an Ed25519 public key,

@@ -142,7 +142,7 @@ func FormatTime(t time.Time) string {
 // Spec, IssuerID (from the key) and IssuedAt when they are empty, and refuses
 // a payload whose IssuerID is not the key's KID.
 func Sign(key ed25519.PrivateKey, p Payload) ([]byte, error) {
-	kid := KID(key.Public().(ed25519.PublicKey))
+	kid := cachedKID(key.Public().(ed25519.PublicKey))
 	if p.Spec == "" {
 		p.Spec = Spec
 	}
@@ -158,21 +158,26 @@ func Sign(key ed25519.PrivateKey, p Payload) ([]byte, error) {
 	if p.Type == "" || p.SessionID == "" {
 		return nil, fmt.Errorf("signing: payload needs type and session_id")
 	}
-	j, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("signing: %w", err)
+	payload, ok := appendPayload(make([]byte, 0, 1024), &p)
+	if !ok {
+		j, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("signing: %w", err)
+		}
+		if payload, err = CanonicalizeJSON(j); err != nil {
+			return nil, fmt.Errorf("signing: %w", err)
+		}
 	}
-	payload, err := CanonicalizeJSON(j)
-	if err != nil {
-		return nil, fmt.Errorf("signing: %w", err)
-	}
-	return SignCanonical(key, payload), nil
+	return signCanonical(key, kid, payload), nil
 }
 
 // SignCanonical signs an already canonical payload (JCS bytes) and returns
 // the whole envelope as JCS bytes.
 func SignCanonical(key ed25519.PrivateKey, payload []byte) []byte {
-	kid := KID(key.Public().(ed25519.PublicKey))
+	return signCanonical(key, cachedKID(key.Public().(ed25519.PublicKey)), payload)
+}
+
+func signCanonical(key ed25519.PrivateKey, kid string, payload []byte) []byte {
 	sig := sign(key, payload)
 	b := make([]byte, 0, len(payload)+len(kid)+200)
 	b = append(b, `{"payload":`...)

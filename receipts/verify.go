@@ -243,15 +243,11 @@ func receiptOf(obj map[string]any, whole, payloadJCS []byte) (rc receipt, cause,
 // Otherwise it names what the signature does not cover, so that one signed
 // receipt cannot be logged, or chained, in many forms.
 func unsignedMember(obj, sig map[string]any) string {
-	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		if k != "payload" && k != "signature" {
-			return fmt.Sprintf("member %q", k)
-		}
+	if k, ok := firstOther(obj, "payload", "signature"); ok {
+		return fmt.Sprintf("member %q", k)
 	}
-	for _, k := range slices.Sorted(maps.Keys(sig)) {
-		if k != "alg" && k != "kid" && k != "sig" {
-			return fmt.Sprintf("member %q of signature", k)
-		}
+	if k, ok := firstOther(sig, "alg", "kid", "sig"); ok {
+		return fmt.Sprintf("member %q of signature", k)
 	}
 	if _, ok := sig["kid"].(string); !ok {
 		return `signature member "kid" (missing or not a string)`
@@ -261,6 +257,21 @@ func unsignedMember(obj, sig map[string]any) string {
 		return `signature member "sig" (not 128 lowercase hex characters)`
 	}
 	return ""
+}
+
+// firstOther returns the first name of m, in sorted order, that is not
+// one of names, and whether there is one; it sorts only when there is.
+func firstOther(m map[string]any, names ...string) (string, bool) {
+	for k := range m {
+		if !slices.Contains(names, k) {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				if !slices.Contains(names, k) {
+					return k, true
+				}
+			}
+		}
+	}
+	return "", false
 }
 
 // decodeSig accepts a 64-byte signature as hex, base64url or base64.

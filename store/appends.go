@@ -77,16 +77,31 @@ func parseAppendRecord(line []byte) (appendRecord, error) {
 // It is on every hook's path, so it makes three system calls and no more:
 // an *os.File would add the poller's.
 func (s *Store) journalAppend(r appendRecord) error {
+	fd, err := s.openAppends()
+	if err != nil {
+		return err
+	}
+	return errors.Join(writeAppendRecord(fd, r), syscall.Close(fd))
+}
+
+// openAppends opens the appends journal for appending and returns its
+// descriptor.
+func (s *Store) openAppends() (int, error) {
 	fd, err := syscall.Open(filepath.Join(s.dir, AppendsFile), syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return fmt.Errorf("appends journal: %w", err)
+		return -1, fmt.Errorf("appends journal: %w", err)
 	}
+	return fd, nil
+}
+
+// writeAppendRecord writes r as one line to the appends journal open as fd.
+func writeAppendRecord(fd int, r appendRecord) error {
 	line := r.marshal()
 	n, err := syscall.Write(fd, line)
 	if err == nil && n != len(line) {
 		err = io.ErrShortWrite
 	}
-	return errors.Join(err, syscall.Close(fd))
+	return err
 }
 
 // appendsSize returns the size of the appends journal, 0 when there is none.

@@ -36,3 +36,34 @@ func BenchmarkJournalAppend(b *testing.B) {
 		r.issuerSeq++
 	}
 }
+
+// BenchmarkAppendHeld is BenchmarkAppend through an Appender (Hold), on
+// tmpfs when there is one, so that the difference is the files' opening
+// and parsing, not the fdatasync.
+func BenchmarkAppendHeld(b *testing.B) {
+	for _, held := range []bool{false, true} {
+		b.Run(map[bool]string{false: "open", true: "held"}[held], func(b *testing.B) {
+			dir := b.TempDir()
+			if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+				tmp, err := os.MkdirTemp("/dev/shm", "docket-store-bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { os.RemoveAll(tmp) })
+				dir = tmp
+			}
+			s := Open(dir)
+			if held {
+				a, err := s.Hold("bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer a.Close()
+			}
+			key := testKey(b)
+			for b.Loop() {
+				appendDecision(b, s, key, "bench", receipts.Allow, AppendOptions{})
+			}
+		})
+	}
+}

@@ -9,11 +9,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/docketlog/docket/internal/durable"
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -55,6 +58,16 @@ type issuerCounter struct {
 	j    *os.File
 	size int // of the journal, at least
 	next int64
+
+	// held is set for an Appender's counter, whose lock and journal stay
+	// open between appends (acquire, release); buf is reused to read the
+	// journal, and written is
+	// what the journal held after this counter's last write (nil when
+	// unknown), writtenDone whether that was a done note: when the
+	// journal still holds it, nobody allocated since.
+	held         bool
+	buf, written []byte
+	writtenDone  bool
 }
 
 // allocIssuerSequence takes the issuer lock and allocates the next
@@ -79,18 +92,32 @@ func (s *Store) allocIssuerSequence(session string) (*issuerCounter, error) {
 }
 
 func (c *issuerCounter) load(session string) error {
-	j, err := openRW(filepath.Join(c.s.dir, IssuerJournalFile))
-	if err != nil {
-		return fmt.Errorf("issuer journal: %w", err)
+	path := filepath.Join(c.s.dir, IssuerJournalFile)
+	if c.j != nil && !linked(c.j) {
+		// The held journal is no longer the store's (deleted or
+		// replaced): what it holds says nothing of the store's counter.
+		c.j.Close()
+		c.j, c.written = nil, nil
 	}
-	c.j = j
-	data, err := readSmall(j, 4096)
+	if c.j == nil {
+		j, err := openRW(path)
+		if err != nil {
+			return fmt.Errorf("issuer journal: %w", err)
+		}
+		c.j, c.size = j, 0
+	}
+	if c.buf == nil {
+		c.buf = make([]byte, 4096)
+	}
+	data, err := readSmall(c.j, c.buf)
 	if err != nil {
 		return fmt.Errorf("issuer journal: %w", err)
 	}
 	c.size = len(data)
-	last, err := c.s.lastAllocated(data)
-	if err != nil {
+	var last int64
+	if c.written != nil && c.writtenDone && bytes.Equal(data, c.written) {
+		last = c.next // this counter's own last allocation, done
+	} else if last, err = c.s.lastAllocated(data); err != nil {
 		return err
 	}
 	c.next = last + 1
@@ -136,7 +163,14 @@ func (s *Store) issuerLock(lockFn func(*os.File) error) (*os.File, error) {
 
 func (c *issuerCounter) write(jr issuerJournal, sync bool) error {
 	jr.Boot = bootID()
-	b, _ := json.Marshal(jr)
+	b := jr.appendJSON(c.written[:0])
+	c.written = nil // unknown until the write is complete
+	// A record shorter than the one it replaces (an allocation after a
+	// done note) is padded with spaces, which JSON readers skip, rather
+	// than followed by a truncate(2).
+	for len(b) < c.size-1 && c.size <= maxIssuerPad {
+		b = append(b, ' ')
+	}
 	b = append(b, '\n')
 	if _, err := c.j.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("issuer journal: %w", err)
@@ -152,7 +186,31 @@ func (c *issuerCounter) write(jr issuerJournal, sync bool) error {
 			return fmt.Errorf("issuer journal: %w", err)
 		}
 	}
+	if c.held {
+		c.written, c.writtenDone = b, jr.Done
+	}
 	return nil
+}
+
+// maxIssuerPad bounds the issuer journal that write pads instead of
+// truncating: a longer one (not written by write) is cut.
+const maxIssuerPad = 512
+
+// appendJSON appends jr's JSON form, the members json.Marshal would write
+// (json.Unmarshal reads it back).
+func (jr issuerJournal) appendJSON(b []byte) []byte {
+	b = append(b, `{"last":`...)
+	b = strconv.AppendInt(b, jr.Last, 10)
+	b = append(b, `,"session":`...)
+	b = appendJSONString(b, jr.Session)
+	if jr.Done {
+		b = append(b, `,"done":true`...)
+	}
+	if jr.Boot != "" {
+		b = append(b, `,"boot":`...)
+		b = appendJSONString(b, jr.Boot)
+	}
+	return append(b, '}')
 }
 
 // done notes that the receipt carrying the allocated number is in its
@@ -163,10 +221,65 @@ func (c *issuerCounter) done(session string) {
 }
 
 func (c *issuerCounter) release() {
+	if c.held {
+		durable.Unlock(c.lock)
+		return
+	}
 	if c.j != nil {
 		c.j.Close()
 	}
 	c.lock.Close() // releases the lock
+}
+
+// acquire takes the issuer lock on a held counter's lock file and
+// allocates the next issuer_sequence for a receipt of session, as
+// allocIssuerSequence does; release unlocks it and keeps the files open.
+// A lock file that is no longer the store's (deleted or replaced) is
+// opened again: a lock on a file others do not open excludes nobody.
+func (c *issuerCounter) acquire(session string) error {
+	path := filepath.Join(c.s.dir, IssuerLockFile)
+	for {
+		if c.lock == nil {
+			lock, err := openCreate(path)
+			if err != nil {
+				return fmt.Errorf("issuer lock: %w", err)
+			}
+			c.lock = lock
+		}
+		if err := durable.Lock(c.lock); err != nil {
+			return fmt.Errorf("issuer lock: %w", err)
+		}
+		if linked(c.lock) {
+			break
+		}
+		c.lock.Close()
+		c.lock = nil
+	}
+	if err := c.load(session); err != nil {
+		durable.Unlock(c.lock)
+		return err
+	}
+	return nil
+}
+
+// appendJSONString appends s as a JSON string that json.Unmarshal reads
+// as it reads json.Marshal's.
+func appendJSONString(b []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		q, _ := json.Marshal(s) // each invalid byte becomes U+FFFD
+		return append(b, q...)
+	}
+	return strictjson.AppendString(b, s)
+}
+
+// close closes a held counter's files.
+func (c *issuerCounter) close() {
+	for _, f := range []*os.File{c.lock, c.j} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	c.lock, c.j, c.written = nil, nil, nil
 }
 
 // lastIssuerSequence returns the issuer_sequence of a chain's last receipt

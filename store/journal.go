@@ -76,39 +76,11 @@ func (s *Store) journalPath(session string) string {
 // path: open, fstat, write, close.
 func (s *Store) writeJournal(e JournalEntry) error {
 	path := s.journalPath(e.SessionID)
-	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
-	if errors.Is(err, syscall.ENOENT) {
-		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
-			fd, err = syscall.Open(path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
-		}
-	}
+	fd, err := openJournal(path)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	var st syscall.Stat_t
-	err = syscall.Fstat(fd, &st)
-	if err == nil && st.Mode&0o077 != 0 {
-		err = fmt.Errorf("%s is readable by others (mode %#o): refusing to write inputs to it", path, st.Mode&0o777)
-	}
-	if err == nil {
-		if size := int64(len(e.ToolInput)); size > MaxJournalInput || st.Size+size > MaxJournalFile {
-			e.Omitted, e.InputSize, e.ToolInput = OmittedJournalFull, size, nil
-			if size > MaxJournalInput {
-				e.Omitted = OmittedTooLarge
-			}
-		}
-		// The input as it is: no HTML escaping of "<", ">" and "&".
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err = enc.Encode(e); err == nil {
-			line := buf.Bytes()
-			var n int
-			if n, err = syscall.Write(fd, line); err == nil && n != len(line) {
-				err = io.ErrShortWrite
-			}
-		}
-	}
+	_, err = writeJournalTo(fd, path, e, nil)
 	if cerr := syscall.Close(fd); err == nil {
 		err = cerr
 	}
@@ -117,6 +89,64 @@ func (s *Store) writeJournal(e JournalEntry) error {
 	}
 	return nil
 }
+
+// openJournal opens (creating it and its directory as needed) a session's
+// journal for appending, and returns its descriptor.
+func openJournal(path string) (int, error) {
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	if errors.Is(err, syscall.ENOENT) {
+		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+			fd, err = syscall.Open(path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+		}
+	}
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return fd, nil
+}
+
+// writeJournalTo writes e as one line to the journal open as fd (whose
+// path is path), in one write(2), unless the file is readable by others.
+// It encodes into buf's storage and returns the buffer for reuse. An
+// error that names a journal no longer linked (deleted or replaced) is
+// errJournalGone: the caller opens the path again.
+func writeJournalTo(fd int, path string, e JournalEntry, buf *bytes.Buffer) (*bytes.Buffer, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return buf, err
+	}
+	if st.Nlink == 0 {
+		return buf, errJournalGone
+	}
+	if st.Mode&0o077 != 0 {
+		return buf, fmt.Errorf("%s is readable by others (mode %#o): refusing to write inputs to it", path, st.Mode&0o777)
+	}
+	if size := int64(len(e.ToolInput)); size > MaxJournalInput || st.Size+size > MaxJournalFile {
+		e.Omitted, e.InputSize, e.ToolInput = OmittedJournalFull, size, nil
+		if size > MaxJournalInput {
+			e.Omitted = OmittedTooLarge
+		}
+	}
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	buf.Reset()
+	// The input as it is: no HTML escaping of "<", ">" and "&".
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return buf, err
+	}
+	line := buf.Bytes()
+	n, err := syscall.Write(fd, line)
+	if err == nil && n != len(line) {
+		err = io.ErrShortWrite
+	}
+	return buf, err
+}
+
+// errJournalGone: a journal held open is no longer linked in the store.
+var errJournalGone = errors.New("the journal file was removed")
 
 // syncJournal makes the journal of each named session durable. It runs
 // before receipts are submitted, off the hook's path.

@@ -36,11 +36,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/docketlog/docket/internal/durable"
+	"github.com/docketlog/docket/internal/strictjson"
 	"github.com/docketlog/docket/receipts"
 )
 
@@ -131,6 +134,11 @@ type Store struct {
 	project string
 	// dir is project/.docket.
 	dir string
+
+	heldMu sync.Mutex // guards held
+	// held are the Appenders of the sessions held open (Hold), by
+	// SessionName.
+	held map[string]*Appender
 }
 
 // Open returns the store of the project rooted at project.
@@ -347,8 +355,12 @@ var ErrChainCorrupt = errors.New("session chain is corrupt")
 // new receipt must carry, writes the receipt build returns (JCS bytes, as
 // receipts.Sign returns them) as one line, fsyncs it, and updates the head
 // state. It returns the new head. Append creates the sessions directory and
-// the chain as needed.
+// the chain as needed. While the session is held (Hold), the append goes
+// through its Appender, with the same locks and the same fsync.
 func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]byte, error)) (Head, error) {
+	if a := s.holder(session); a != nil {
+		return a.append(session, opts, build)
+	}
 	// The issuer lock is taken first, then the chain's: every append takes
 	// both in this order.
 	ic, err := s.allocIssuerSequence(session)
@@ -391,7 +403,38 @@ func (s *Store) appendChain(session string, opts AppendOptions, issuerSeq int64,
 		return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
 	}
 	defer hf.Close()
-	st, headLen, err := s.readHead(hf, f, fi.Size())
+	ca := chainAppend{s: s, session: session, f: f, hf: hf, size: fi.Size(), journal: s.writeJournal}
+	return ca.run(opts, issuerSeq, build)
+}
+
+// A chainAppend is one append to a session chain whose file f is locked:
+// its head state file hf, the chain's size, and how the input journal's
+// entry is written.
+type chainAppend struct {
+	s       *Store
+	session string
+	f, hf   *os.File
+	size    int64
+	journal func(JournalEntry) error
+	// held, when set, is the Appender's cache of the head state file.
+	held *headCache
+}
+
+// A headCache is what an Appender last wrote to its head state file: when
+// the file still holds these bytes, the head is known without parsing it.
+// Its buffers are reused from one append to the next.
+type headCache struct {
+	buf, written []byte
+	head         Head
+	line         []byte // the last receipt's line
+}
+
+// run reads the head, builds and writes the receipt, fsyncs it and updates
+// the head state. It returns the new head and the offset of the receipt's
+// line.
+func (ca *chainAppend) run(opts AppendOptions, issuerSeq int64, build func(Link) ([]byte, error)) (Head, int64, error) {
+	s, session, f := ca.s, ca.session, ca.f
+	st, headLen, err := s.readHead(ca.hf, f, ca.size, ca.held)
 	if err != nil {
 		return Head{}, 0, err
 	}
@@ -410,14 +453,21 @@ func (s *Store) appendChain(session string, opts AppendOptions, issuerSeq int64,
 	if bytes.IndexByte(rec, '\n') >= 0 {
 		return Head{}, 0, errors.New("appending receipt: receipt contains a newline")
 	}
+	hash := receipts.ChainHash(rec)
 	if e := opts.Journal; e != nil {
-		e.ReceiptHash, e.SessionID, e.Sequence = receipts.ChainHash(rec), session, link.Sequence
-		if err := s.writeJournal(*e); err != nil {
+		e.ReceiptHash, e.SessionID, e.Sequence = hash, session, link.Sequence
+		if err := ca.journal(*e); err != nil {
 			return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
 		}
 	}
-	line := make([]byte, 0, len(rec)+1)
+	var line []byte
+	if ca.held != nil {
+		line = ca.held.line[:0]
+	}
 	line = append(append(line, rec...), '\n')
+	if ca.held != nil {
+		ca.held.line = line
+	}
 	if _, err := f.WriteAt(line, st.Size); err != nil {
 		f.Truncate(st.Size) // best effort: never leave half a receipt
 		return Head{}, 0, fmt.Errorf("appending receipt: %w", err)
@@ -433,11 +483,11 @@ func (s *Store) appendChain(session string, opts AppendOptions, issuerSeq int64,
 			}
 		}
 	}
-	st = Head{Sequence: link.Sequence, Hash: receipts.ChainHash(rec), Size: st.Size + int64(len(line))}
+	st = Head{Sequence: link.Sequence, Hash: hash, Size: st.Size + int64(len(line))}
 	// The head state is a cache: it is not fsynced, because a lost, torn or
 	// stale head is detected (size mismatch, bad JSON) and recovered from
 	// the chain. A failure to write it costs the next append a recovery.
-	_ = writeHead(hf, st, headLen)
+	_ = writeHead(ca.hf, st, headLen, ca.held)
 	return st, st.Size - int64(len(line)), nil
 }
 
@@ -465,11 +515,10 @@ func openRW(path string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), path), nil
 }
 
-// readSmall reads a small file from its start (its offset must be 0) in
-// one read(2): at most max bytes.
-func readSmall(f *os.File, max int) ([]byte, error) {
-	buf := make([]byte, max)
-	n, err := f.Read(buf)
+// readSmall reads a small file from its start in one pread(2): at most
+// len(buf) bytes, into buf.
+func readSmall(f *os.File, buf []byte) ([]byte, error) {
+	n, err := f.ReadAt(buf, 0)
 	if err == io.EOF {
 		err = nil
 	}
@@ -499,10 +548,23 @@ func (s *Store) Head(session string) (Head, error) {
 // readHead returns the head state of a chain whose file (locked, of the
 // given size) is f: the state file hf when it matches the chain, else the
 // head recovered from the chain's last line. It also returns how many bytes
-// of hf it read.
-func (s *Store) readHead(hf, f *os.File, size int64) (Head, int, error) {
+// of hf it read. With a cache (an Appender's), a state file that holds
+// what the cache last wrote is not parsed again.
+func (s *Store) readHead(hf, f *os.File, size int64, cache *headCache) (Head, int, error) {
 	var st Head
-	data, err := readSmall(hf, 4*headBlock)
+	var buf []byte
+	if cache != nil {
+		if cache.buf == nil {
+			cache.buf = make([]byte, 4*headBlock)
+		}
+		buf = cache.buf
+	} else {
+		buf = make([]byte, 4*headBlock)
+	}
+	data, err := readSmall(hf, buf)
+	if err == nil && cache != nil && cache.written != nil && bytes.Equal(data, cache.written) && cache.head.Size == size {
+		return cache.head, len(data), nil
+	}
 	if err == nil && json.Unmarshal(data, &st) == nil && st.Size == size && (size == 0) == (st.Sequence == 0) {
 		return st, len(data), nil
 	}
@@ -656,22 +718,45 @@ func CallKey(session, toolName, toolInputHash string) string {
 const headBlock = 256
 
 // writeHead rewrites the head state file in place; prevLen is how long it
-// was (at least), to cut it if it was longer.
-func writeHead(hf *os.File, st Head, prevLen int) error {
-	data, err := json.Marshal(st)
-	if err != nil {
-		return err
+// was (at least), to cut it if it was longer. With a cache, it notes what
+// it wrote there (nothing when the write failed).
+func writeHead(hf *os.File, st Head, prevLen int, cache *headCache) error {
+	var data []byte
+	if cache != nil {
+		data = cache.written[:0]
+		cache.written = nil
 	}
+	data = appendHead(data, st)
 	n := (len(data) + headBlock) / headBlock * headBlock
-	data = append(data, bytes.Repeat([]byte(" "), n-len(data))...)
+	for len(data) < n {
+		data = append(data, ' ')
+	}
 	data[n-1] = '\n'
 	if _, err := hf.WriteAt(data, 0); err != nil {
 		return err
 	}
 	if prevLen > n {
-		return hf.Truncate(int64(n))
+		if err := hf.Truncate(int64(n)); err != nil {
+			return err
+		}
+	}
+	if cache != nil {
+		cache.written, cache.head = data, st
 	}
 	return nil
+}
+
+// appendHead appends the JSON form of st, as json.Marshal writes it.
+func appendHead(b []byte, st Head) []byte {
+	b = append(b, `{"sequence":`...)
+	b = strconv.AppendInt(b, st.Sequence, 10)
+	if st.Hash != "" {
+		b = append(b, `,"hash":`...)
+		b = strictjson.AppendString(b, st.Hash)
+	}
+	b = append(b, `,"size":`...)
+	b = strconv.AppendInt(b, st.Size, 10)
+	return append(b, '}')
 }
 
 // ChainOf returns the store and session of the chain file at path when it

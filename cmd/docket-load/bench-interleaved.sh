@@ -9,9 +9,11 @@
 # POST /add of that many entries per request, from CLIENTS/that many
 # clients (as many entries in flight). With OLD set to a docket-log
 # binary, that binary is measured too (before and after, in one run).
+# The servers listen on PORT, PORT+1 and PORT+2 of 127.0.0.1 (default
+# 17790: set another when another benchmark runs on the machine).
 # Usage (from the repository root):
 #
-#	[OLD=path/to/docket-log] [BATCH=1,16] sh cmd/docket-load/bench-interleaved.sh [CLIENTS] [DURATION] [ROUNDS]
+#	[OLD=path/to/docket-log] [BATCH=1,16] [PORT=17790] sh cmd/docket-load/bench-interleaved.sh [CLIENTS] [DURATION] [ROUNDS]
 set -eu
 CLIENTS=${1:-500,2000}
 DURATION=${2:-10s}
@@ -19,6 +21,10 @@ ROUNDS=${3:-2}
 BATCH=${BATCH:-1}
 # Signed bodies per docket-log run (each is sent once: the log dedups).
 BODIES=${BODIES:-40000}
+PORT=${PORT:-17790}
+D=127.0.0.1:$PORT
+R=127.0.0.1:$((PORT + 1))
+O=127.0.0.1:$((PORT + 2))
 W=$(mktemp -d)
 PIDS=""
 trap 'kill $PIDS 2>/dev/null || true; rm -rf "$W"' EXIT
@@ -26,21 +32,33 @@ go build -o "$W/docket-log" ./cmd/docket-log
 go build -o "$W/docket-load" ./cmd/docket-load
 GOBIN="$W" go install github.com/transparency-dev/tessera/cmd/conformance/posix@v1.0.4
 
-cpu_us() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d\n", ($14 + $15) * 1000000 / hz }' "/proc/$1/stat"; }
+# cpu_us PID: the CPU time of a server so far; a server that is gone
+# ends the run with the end of its error output.
+cpu_us() {
+	if [ ! -e "/proc/$1/stat" ]; then
+		echo "server $1 exited; the end of its error output:" >&2
+		for f in "$W"/*.err; do echo "== $f" >&2; tail -n 40 "$f" >&2; done
+		exit 1
+	fi
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%d\n", ($14 + $15) * 1000000 / hz }' "/proc/$1/stat"
+}
 wait_up() { for _ in $(seq 200); do curl -sf "$1/checkpoint" >/dev/null && return 0; sleep 0.05; done; echo "server did not start" >&2; exit 1; }
 
-"$W/docket-log" -storage-dir "$W/docket" -listen 127.0.0.1:17790 -max-inflight 8192 -max-conns 8192 ${PPROF:+-pprof $PPROF} >/dev/null 2>"$W/docket-log.err" &
+for a in $D $R $O; do
+	if curl -s -o /dev/null "http://$a/"; then echo "$a is taken by another server: set PORT" >&2; exit 1; fi
+done
+"$W/docket-log" -storage-dir "$W/docket" -listen $D -max-inflight 8192 -max-conns 8192 ${PPROF:+-pprof $PPROF} >/dev/null 2>"$W/docket-log.err" &
 DOCKET=$!; PIDS="$PIDS $DOCKET"
 if [ -n "${OLD:-}" ]; then
-	"$OLD" -storage-dir "$W/old" -listen 127.0.0.1:17792 -max-inflight 8192 -max-conns 8192 >/dev/null 2>"$W/old.err" &
+	"$OLD" -storage-dir "$W/old" -listen $O -max-inflight 8192 -max-conns 8192 >/dev/null 2>"$W/old.err" &
 	OLDPID=$!; PIDS="$PIDS $OLDPID"
-	wait_up http://127.0.0.1:17792
+	wait_up http://$O
 fi
 "$W/docket-load" -keygen "$W/tessera.key"
-"$W/posix" -storage_dir "$W/tessera" -listen 127.0.0.1:17791 -private_key "$W/tessera.key" 2>"$W/tessera.err" &
+"$W/posix" -storage_dir "$W/tessera" -listen $R -private_key "$W/tessera.key" 2>"$W/tessera.err" &
 RAW=$!; PIDS="$PIDS $RAW"
-wait_up http://127.0.0.1:17790
-wait_up http://127.0.0.1:17791
+wait_up http://$D
+wait_up http://$R
 
 # run PID LABEL ARGS...: one closed-loop row, then the server's CPU per
 # answered entry during it.
@@ -59,19 +77,19 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 target() {
 	k=$1; n=$2
 	if [ "$k" -eq 0 ]; then
-		run "$RAW" "tessera-posix (round $round)" -url http://127.0.0.1:17791 -mode tessera -clients "$n"
+		run "$RAW" "tessera-posix (round $round)" -url http://$R -mode tessera -clients "$n"
 		return
 	fi
 	k=$((k - 1))
 	for b in $(echo "$BATCH" | tr , ' '); do
 		if [ "$k" -eq 0 ]; then
 			# As many entries in flight as single adds from n clients.
-			run "$DOCKET" "docket-log, $b per request (round $round)" -url http://127.0.0.1:17790 -batch "$b" -clients $(( (n + b - 1) / b ))
+			run "$DOCKET" "docket-log, $b per request (round $round)" -url http://$D -batch "$b" -clients $(( (n + b - 1) / b ))
 			return
 		fi
 		k=$((k - 1))
 	done
-	run "$OLDPID" "docket-log old (round $round)" -url http://127.0.0.1:17792 -clients "$n"
+	run "$OLDPID" "docket-log old (round $round)" -url http://$O -clients "$n"
 }
 TARGETS=$(( 1 + $(echo "$BATCH" | tr , '\n' | wc -l) ))
 if [ -n "${OLD:-}" ]; then TARGETS=$((TARGETS + 1)); fi

@@ -15,6 +15,10 @@ func Lock(f *os.File) error { return flock(f, syscall.LOCK_EX) }
 // RLock takes a shared flock(2) on f, waiting for it.
 func RLock(f *os.File) error { return flock(f, syscall.LOCK_SH) }
 
+// Unlock releases the flock(2) f holds, keeping f open: for a file held
+// open between locked sections.
+func Unlock(f *os.File) error { return flock(f, syscall.LOCK_UN) }
+
 // TryLock takes an exclusive flock(2) on f if no other open file holds a
 // lock on it. It reports whether it took the lock.
 func TryLock(f *os.File) (bool, error) { return tryLock(f, syscall.LOCK_EX) }

@@ -175,7 +175,15 @@ func (p *parser) value(depth int) (any, error) {
 	case c == '[':
 		return p.array(depth + 1)
 	case c == '"':
-		return p.string()
+		start := p.pos
+		s, err := p.string()
+		if err != nil {
+			return nil, err
+		}
+		if _, v, ok := intern(p.data[start+1 : p.pos-1]); ok {
+			return v, nil // boxed once, not per value
+		}
+		return s, nil
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	default:
@@ -328,18 +336,22 @@ func (p *parser) number() (any, error) {
 		return n
 	}
 	intStart := p.pos
-	if n := digits(); n == 0 {
+	n := digits()
+	if n == 0 {
 		return nil, p.errorf("invalid number")
 	} else if n > 1 && d[intStart] == '0' {
 		return nil, &SyntaxError{intStart, "number with leading zero"}
 	}
+	short := n <= 15 // an integer ParseFloat reads exactly, unless more follows
 	if p.pos < len(d) && d[p.pos] == '.' {
+		short = false
 		p.pos++
 		if digits() == 0 {
 			return nil, p.errorf("invalid number fraction")
 		}
 	}
 	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
+		short = false
 		p.pos++
 		if p.pos < len(d) && (d[p.pos] == '+' || d[p.pos] == '-') {
 			p.pos++
@@ -354,8 +366,10 @@ func (p *parser) number() (any, error) {
 	if strings.ContainsAny(lit, ".eE") || len(strings.TrimPrefix(lit, "-")) > 15 || lit == "-0" {
 		p.nonCanonical = true
 	}
-	if f, err := strconv.ParseFloat(lit, 64); err != nil || f != f {
-		return nil, &SyntaxError{start, "number out of range"}
+	if !short { // an integer of up to 15 digits is in range
+		if f, err := strconv.ParseFloat(lit, 64); err != nil || f != f {
+			return nil, &SyntaxError{start, "number out of range"}
+		}
 	}
 	return json.Number(lit), nil
 }
@@ -369,10 +383,13 @@ func (p *parser) string() (string, error) {
 		c := d[p.pos]
 		if c == '"' {
 			s := d[start:p.pos]
+			p.pos++
+			if is, _, ok := intern(s); ok {
+				return is, nil // valid UTF-8: ASCII
+			}
 			if !utf8.Valid(s) {
 				return "", &SyntaxError{start, "invalid UTF-8 in string"}
 			}
-			p.pos++
 			return string(s), nil
 		}
 		if c == '\\' {
