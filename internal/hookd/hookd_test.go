@@ -317,6 +317,22 @@ func TestDaemon(t *testing.T) {
 		}
 		p.waitDaemon(t) // the one that hook started, for the cleanup to stop
 	})
+
+	// A daemon whose socket is removed (its project deleted, as a test's
+	// temporary directory is) exits rather than wait out its idle time.
+	t.Run("socket removed", func(t *testing.T) {
+		p.waitDaemon(t)
+		pid := p.daemonPID()
+		if err := os.Remove(p.socket()); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 1000 && syscall.Kill(pid, 0) == nil; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("daemon %d still runs 20 s after its socket was removed", pid)
+		}
+	})
 }
 
 // TestPeerWithoutAnswer: a peer on the socket that is not a working

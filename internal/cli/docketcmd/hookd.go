@@ -32,7 +32,9 @@ call, as in a hook process). The first pre hook that finds no daemon
 starts one. It answers only hooks of its user, its docket binary, its
 working directory and its environment; any other hook decides in its own
 process, and the daemon exits to make way for the one that hook starts.
-It also exits after D without a call. DOCKET_HOOKD=0 turns it off.
+It also exits after D without a call, and within seconds once its socket
+is removed (the project deleted, or rm .docket/hookd.sock to stop it).
+DOCKET_HOOKD=0 turns it off.
 .docket/hookd.lock holds the daemon's process id.
 
 Options:
@@ -106,6 +108,7 @@ func serveHookd(ctx context.Context, idle time.Duration) error {
 		<-ctx.Done()
 		ln.Close()
 	}()
+	go watchSocket(ctx, cancel, path)
 	var running sync.WaitGroup
 	defer running.Wait()
 	for {
@@ -132,6 +135,36 @@ func serveHookd(ctx context.Context, idle time.Duration) error {
 				cancel(errStale)
 			}
 		}()
+	}
+}
+
+// hookdWatch is how often a daemon checks that its socket is still there.
+const hookdWatch = 2 * time.Second
+
+// errGone ends a daemon whose socket was removed: its project was deleted
+// (a temporary directory) or someone removed the socket to stop it. No hook
+// can reach it any more, so it does not wait out its idle time.
+var errGone = errors.New("its socket was removed")
+
+// watchSocket cancels the daemon once path is no longer its socket.
+func watchSocket(ctx context.Context, cancel context.CancelCauseFunc, path string) {
+	fi0, err := os.Stat(path)
+	if err != nil {
+		cancel(errGone)
+		return
+	}
+	t := time.NewTicker(hookdWatch)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if fi, err := os.Stat(path); err != nil || !os.SameFile(fi0, fi) {
+				cancel(errGone)
+				return
+			}
+		}
 	}
 }
 
