@@ -3,6 +3,8 @@ package audit
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
+	"math/bits"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
@@ -47,6 +49,43 @@ type ledger struct {
 	// factsFrom is the first record with flagAllow…flagOtherKey: records
 	// an older docket saved (state.go) lack them.
 	factsFrom uint64
+
+	release []func() // of the arrays reserve mapped
+
+	// buckets[k] is the first position in byHash's permutation of a hash
+	// whose first bucketBits bits are k.
+	buckets    []uint32
+	bucketBits uint
+}
+
+// reserve makes room for n entries in all: recs, calls and execs move to
+// arrays of that capacity outside the Go heap (mapped), which free
+// releases. Nothing then grows by doubling, and the memory of a ledger is
+// that of its records, not twice it while a collection is due.
+func (l *ledger) reserve(n uint64) {
+	n = max(n, l.size())
+	l.recs = remap(l, l.recs, n)
+	l.calls = remap(l, l.calls, n)
+	l.execs = remap(l, l.execs, n)
+}
+
+func remap[T any](l *ledger, s []T, n uint64) []T {
+	if uint64(cap(s)) >= n {
+		return s
+	}
+	m, release := mapped[T](int(n))
+	l.release = append(l.release, release)
+	return append(m, s...)
+}
+
+// free releases the arrays reserve mapped: the ledger must not be used
+// after.
+func (l *ledger) free() {
+	for _, release := range l.release {
+		release()
+	}
+	l.release = nil
+	l.recs, l.calls, l.execs = nil, nil, nil
 }
 
 // rec is what the ledger keeps of one log entry: 96 bytes.
@@ -327,7 +366,9 @@ func (l *ledger) fp(pos uint32) ([32]byte, bool) {
 
 // byHash returns the positions of the valid entries, sorted by chain hash
 // and then position: 4 bytes per entry, the index by which presented
-// receipts are found (presented.go) and then analyse's permutation.
+// receipts are found (presented.go) and then analyse's permutation. It
+// also cuts it into buckets by the hashes' first bits, half a byte per
+// entry, so that find searches a bucket of about eight, not all.
 func (l *ledger) byHash() []uint32 {
 	perm := make([]uint32, 0, len(l.recs))
 	for i := range l.recs {
@@ -336,7 +377,22 @@ func (l *ledger) byHash() []uint32 {
 		}
 	}
 	slices.SortFunc(perm, l.byHashCmp)
+	l.bucketBits = uint(max(bits.Len(uint(len(perm))), 3) - 3)
+	l.buckets = make([]uint32, 1<<l.bucketBits+1)
+	b := 0
+	for i, p := range perm {
+		for k := l.bucket(l.recs[p].hash); b <= k; b++ {
+			l.buckets[b] = uint32(i)
+		}
+	}
+	for ; b < len(l.buckets); b++ {
+		l.buckets[b] = uint32(len(perm))
+	}
 	return perm
+}
+
+func (l *ledger) bucket(h [32]byte) int {
+	return int(binary.BigEndian.Uint64(h[:]) >> (64 - l.bucketBits) & (1<<l.bucketBits - 1))
 }
 
 func (l *ledger) byHashCmp(a, b uint32) int {
@@ -346,11 +402,16 @@ func (l *ledger) byHashCmp(a, b uint32) int {
 // find returns the first position in perm (as byHash returned it) of an
 // entry with chain hash h.
 func (l *ledger) find(perm []uint32, h [32]byte) (uint32, bool) {
-	i, ok := slices.BinarySearchFunc(perm, h, func(p uint32, h [32]byte) int { return bytes.Compare(l.recs[p].hash[:], h[:]) })
+	lo, hi := 0, len(perm)
+	if len(l.buckets) > 1 {
+		k := l.bucket(h)
+		lo, hi = int(l.buckets[k]), int(l.buckets[k+1])
+	}
+	i, ok := slices.BinarySearchFunc(perm[lo:hi], h, func(p uint32, h [32]byte) int { return bytes.Compare(l.recs[p].hash[:], h[:]) })
 	if !ok {
 		return 0, false
 	}
-	return perm[i], true
+	return perm[lo+i], true
 }
 
 // A selection says which of the ledger's receipts an audit compares: the

@@ -90,7 +90,9 @@ const (
 	callSize = 36
 )
 
-func openState(dir string) (*auditState, error) {
+// openState opens the state in dir, with room for a log of capacity
+// entries (ledger.reserve).
+func openState(dir string, capacity uint64) (*auditState, error) {
 	st := &auditState{dir: dir, ledger: newLedger(), rng: NewRange()}
 	if dir == "" {
 		return st, nil
@@ -134,9 +136,7 @@ func openState(dir string) (*auditState, error) {
 	for range sf.BadMore {
 		l.bad.add(Finding{Kind: KindBadEntry})
 	}
-	l.recs = make([]rec, 0, sf.Size)
-	l.calls = make([]call, 0, sf.Calls)
-	l.execs = make([]link, 0, sf.Execs)
+	l.reserve(max(capacity, sf.Size))
 	err = readRecords(filepath.Join(dir, "records.bin"), int(sf.Size), recSize, func(b []byte) error {
 		var r rec
 		copy(r.hash[:], b[0:32])

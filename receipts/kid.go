@@ -4,29 +4,42 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
-	"math/big"
 )
 
 const base58Alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
-// base58 encodes b with the Bitcoin alphabet.
+// base58 encodes b with the Bitcoin alphabet. It converts base 256 to
+// base 58 digit by digit in a fixed buffer (Bitcoin's EncodeBase58), not
+// through math/big: a log reader computes the kid of every entry.
 func base58(b []byte) string {
 	zeros := 0
 	for zeros < len(b) && b[zeros] == 0 {
 		zeros++
 	}
-	n := new(big.Int).SetBytes(b)
-	mod, radix := new(big.Int), big.NewInt(58)
-	var out []byte
-	for n.Sign() > 0 {
-		n.DivMod(n, radix, mod)
-		out = append(out, base58Alphabet[mod.Int64()])
+	// Each byte takes log(256)/log(58) < 1.37 digits.
+	size := (len(b)-zeros)*137/100 + 1
+	digits := make([]byte, size)
+	high := size - 1 // digits[:high+1] are all zero
+	for _, c := range b[zeros:] {
+		carry := int(c)
+		j := size - 1
+		for ; j >= 0 && (j > high || carry != 0); j-- {
+			carry += 256 * int(digits[j])
+			digits[j] = byte(carry % 58)
+			carry /= 58
+		}
+		high = j
 	}
-	for range zeros {
-		out = append(out, '1')
+	skip := 0
+	for skip < size && digits[skip] == 0 {
+		skip++
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
+	out := make([]byte, zeros, zeros+size-skip)
+	for i := range out {
+		out[i] = '1'
+	}
+	for _, d := range digits[skip:] {
+		out = append(out, base58Alphabet[d])
 	}
 	return string(out)
 }
