@@ -4,6 +4,8 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
+	"sync"
+	"sync/atomic"
 )
 
 const base58Alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
@@ -50,12 +52,31 @@ const KIDPrefix = "sb:issuer:"
 // KID returns the draft-04 key identifier of an Ed25519 public key:
 // "sb:issuer:" followed by the first 12 characters of its Base58 encoding.
 func KID(pub ed25519.PublicKey) string {
+	if len(pub) == ed25519.PublicKeySize {
+		if kid, ok := kidCache.Load([32]byte(pub)); ok {
+			return kid.(string)
+		}
+	}
 	s := base58(pub)
 	if len(s) > 12 {
 		s = s[:12]
 	}
-	return KIDPrefix + s
+	kid := KIDPrefix + s
+	if len(pub) == ed25519.PublicKeySize && kidCached.Add(1) <= maxKIDs {
+		kidCache.Store([32]byte(pub), kid)
+	}
+	return kid
 }
+
+// kidCache holds the kids of the first maxKIDs keys KID was asked for: a
+// log reader asks for the kid of every entry, and entries repeat their
+// issuers' keys.
+var (
+	kidCache  sync.Map // [32]byte → string
+	kidCached atomic.Int64
+)
+
+const maxKIDs = 4096
 
 // Thumbprint returns the RFC 7638 JWK thumbprint of an Ed25519 public key,
 // the key identifier used by the v2 artifact shape.
