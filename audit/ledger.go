@@ -46,6 +46,8 @@ type ledger struct {
 
 	bad findingList // bad entries, at most MaxPerKind listed
 
+	pending []pendingLink // by pos
+
 	// factsFrom is the first record with flagAllow…flagOtherKey: records
 	// an older docket saved (state.go) lack them.
 	factsFrom uint64
@@ -88,10 +90,12 @@ func (l *ledger) free() {
 	l.recs, l.calls, l.execs = nil, nil, nil
 }
 
-// rec is what the ledger keeps of one log entry: 96 bytes.
+// rec is what the ledger keeps of one log entry: 64 bytes. Its
+// previousReceiptHash is not kept: it is checked as the entry is added
+// against the receipt it must link, which a log in chain order holds
+// already (flagLinked, flagBroken), and kept aside (pending) otherwise.
 type rec struct {
 	hash    [32]byte // chain hash: SHA-256 of the receipt's JCS bytes
-	prev    [32]byte // previousReceiptHash, when flagPrevHash
 	seq     int64    // sequence (0 if absent or not an integer)
 	iseq    int64    // issuer_sequence (0 if absent)
 	issuer  uint32
@@ -119,6 +123,7 @@ type sessKey struct {
 }
 
 type issuerInfo struct {
+	top        chainTop // of its receipts without a session_id
 	kid        string
 	pub        ed25519.PublicKey // of its first entry (flagOtherKey)
 	legacy     int               // receipts without issuer_sequence
@@ -135,12 +140,31 @@ type sessionInfo struct {
 	issuedAt string // of that receipt
 	hasLast  bool
 	ended    bool
+	top      chainTop // of the session's chain
+}
+
+// chainTop is, for one chain (an issuer's session, or its receipts without
+// a session_id), the first entry with the highest sequence added so far:
+// the receipt the next sequence links, in a log that holds its chains in
+// order.
+type chainTop struct {
+	seq  int64
+	hash [32]byte
+	ok   bool
+}
+
+// pendingLink is the previousReceiptHash of an entry whose predecessor was
+// not settled when it was added (an entry out of chain order, or of a
+// sequence already taken): analyse checks it.
+type pendingLink struct {
+	pos  uint32
+	prev [32]byte // when the entry has flagPrevHash
 }
 
 // Flags of a rec.
 const (
 	flagBad        = 1 << iota // not a valid entry: nothing else is set
-	flagPrevHash               // previousReceiptHash is "sha256:" and 64 hex digits, in prev
+	flagPrevHash               // previousReceiptHash is "sha256:" and 64 hex digits
 	flagCall                   // has a call record
 	flagExecution              // PostToolUse or PostToolUseFailure
 	flagLinkHash               // an execution whose decision_receipt_hash is a chain hash, in execs
@@ -160,6 +184,10 @@ const (
 	flagRef        // a decision_receipt_hash member that is a string
 	flagIDMismatch // a draft-04 payload whose issuer_id is not the kid
 	flagOtherKey   // signed by another key than the first entry of its kid
+	// The chain link, settled as the entry was added (link).
+	flagFirst  // the first entry of its issuer, session and sequence
+	flagLinked // links the first entry of its chain's previous sequence, added before it
+	flagBroken // does not link it
 )
 
 func newLedger() *ledger {
@@ -175,6 +203,7 @@ type parsed struct {
 	r         rec
 	kid       string
 	pub       ed25519.PublicKey
+	prev      [32]byte // previousReceiptHash, when flagPrevHash
 	session   string
 	issuedAt  string
 	highWater int64
@@ -203,7 +232,7 @@ func parseLedgerEntry(leaf []byte) parsed {
 	p.hasIseq = p.r.iseq > 0
 	p.issuedAt = Clip(str("issued_at"))
 	if h, ok := chainHash(str("previousReceiptHash")); ok {
-		p.r.prev, p.r.flags = h, p.r.flags|flagPrevHash
+		p.prev, p.r.flags = h, p.r.flags|flagPrevHash
 	}
 	tool, input := Clip(str("tool_name")), Clip(str("tool_input_hash"))
 	if tool != "" || input != "" {
@@ -337,6 +366,7 @@ func (l *ledger) add(p parsed) {
 			}
 		}
 	}
+	l.link(&r, pos, p.prev)
 	l.recs = append(l.recs, r)
 	if r.flags&flagCall != 0 {
 		l.calls = append(l.calls, call{pos, p.fp})
@@ -344,6 +374,52 @@ func (l *ledger) add(p parsed) {
 	if r.flags&flagLinkHash != 0 {
 		l.execs = append(l.execs, link{pos, p.link})
 	}
+}
+
+// link settles the chain link of r, the entry at pos whose
+// previousReceiptHash is prev: as analyse would, against the first entry
+// of its chain's previous sequence, when that entry was added before it and
+// r is the first of its own sequence; otherwise r is kept pending.
+func (l *ledger) link(r *rec, pos uint32, prev [32]byte) {
+	if r.seq < 1 {
+		return // neither checked nor a predecessor (analyse)
+	}
+	top := &l.issuers[r.issuer].top
+	if r.session != 0 {
+		top = &l.sessions[r.session].top
+	}
+	switch {
+	case !top.ok || r.seq > top.seq:
+		// No entry of this chain before r has its sequence or a higher
+		// one: r is the first of its sequence, and the first of the
+		// previous sequence is top, if top has it.
+		switch {
+		case r.seq < 2:
+		case top.ok && top.seq == r.seq-1 && r.flags&flagPrevHash != 0 && prev == top.hash:
+			r.flags |= flagLinked
+		case top.ok && top.seq == r.seq-1:
+			r.flags |= flagBroken
+		default:
+			l.pending = append(l.pending, pendingLink{pos, prev})
+		}
+		*top = chainTop{seq: r.seq, hash: r.hash, ok: true}
+		r.flags |= flagFirst
+	case r.seq >= 2:
+		l.pending = append(l.pending, pendingLink{pos, prev})
+	}
+}
+
+// links reports whether r, at pos, links pr, the first entry of its
+// chain's previous sequence.
+func (l *ledger) links(pos uint32, r, pr *rec) bool {
+	switch {
+	case r.flags&flagLinked != 0:
+		return true
+	case r.flags&flagBroken != 0:
+		return false
+	}
+	i, ok := slices.BinarySearchFunc(l.pending, pos, func(x pendingLink, p uint32) int { return cmp.Compare(x.pos, p) })
+	return ok && r.flags&flagPrevHash != 0 && l.pending[i].prev == pr.hash
 }
 
 func (l *ledger) intern(kid string) uint32 {
@@ -557,7 +633,7 @@ func (l *ledger) analyse(s *selection, ps *presentedSet, perm []uint32, out *fin
 					if r.flags&flagDuplicate != 0 || !l.selected(s, r) {
 						continue
 					}
-					if r.flags&flagPrevHash == 0 || r.prev != pr.hash {
+					if !l.links(p, r, pr) {
 						rr := l.record(uint64(p))
 						late = append(late, indexed{uint64(p), Finding{Kind: KindChainBreak, Issuer: rr.Issuer, Session: rr.Session, Sequence: r.seq, Index: uint64(p),
 							Message: "session " + quote(rr.Session) + ": logged receipt " + itoa(r.seq) + " does not link the logged receipt " + itoa(r.seq-1),
