@@ -26,10 +26,12 @@ import (
 // audit of a grown log reads only the new entries.
 //
 // Memory, for N entries of which T are receipts of tool calls (a tool name
-// or tool input hash) and X executions: 96·N + 36·T + 36·X bytes, plus 4·N
-// while findings are computed (a permutation sorted three ways), plus the
+// or tool input hash), X executions and L links not settled as added (an
+// entry out of chain order): 64·N + 36·T + 36·X + 36·L bytes, in arrays
+// mapped outside the Go heap (reserve), plus 4.5·N while findings are
+// computed (a permutation sorted three ways, and hash buckets), plus the
 // interned issuers and sessions (their names, at most ~138 bytes each
-// (Clip), and ~120 bytes of state per session). Observe mode's and
+// (Clip), and ~170 bytes of state per session). Observe mode's and
 // reconciliation's facts are flag bits of a rec (no bytes more); their
 // findings take, while computed, ~64 bytes per session with decisions not
 // enforced and, with RequireReconciled, 8 bytes per session, and re-read
