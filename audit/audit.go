@@ -82,18 +82,19 @@ type Config struct {
 // byte (its SHA-256 is a logged receipt's chain hash) is neither parsed nor
 // verified again: its chain is checked from the ledger's records
 // (presented.go). So each receipt costs one parse and one verification.
-// Its memory is that of a ledger (ledger.go): about a hundred bytes per log
-// entry and fifty per presented receipt, whatever their size.
+// Its memory is that of a ledger (ledger.go): about 130 bytes per log
+// entry of a hook's log and 4 per presented receipt, whatever their size.
 func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	if cfg.Size > math.MaxUint32 {
 		// A ledger's positions are 32 bits.
 		return nil, fmt.Errorf("a log of %d entries: an audit reads at most 2^32", cfg.Size)
 	}
 	var out findingList
-	st, err := openState(cfg.StateDir)
+	st, err := openState(cfg.StateDir, cfg.Size)
 	if err != nil {
 		return nil, err
 	}
+	defer st.ledger.free()
 	sel := selection{issuers: set(cfg.Issuers, nil), sessions: set(cfg.Sessions, Clip)}
 	// presented verifies the presented chains against what the ledger
 	// holds of the log by then: a receipt logged byte for byte is not
@@ -124,7 +125,7 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	l, rng := st.ledger, st.rng
 	// One allocation for the records to come, not a doubling slice whose
 	// old and new arrays are both alive while it grows.
-	l.recs = slices.Grow(l.recs, int(cfg.Size-min(cfg.Size, l.size())))
+	l.reserve(cfg.Size)
 	pr := newProgress(cfg.Progress, rng.End(), cfg.Size)
 	err = scanWith(ctx, cfg.Fetcher, rng.End(), cfg.Size, rng,
 		func(_ uint64, leaf []byte) parsed { return parseLedgerEntry(leaf) },

@@ -10,7 +10,7 @@
 // issuers' own issuer_sequence, chain breaks and unlinked executions. It
 // parses and verifies each receipt once (a presented receipt byte for byte
 // a logged one is checked from the log's record of it) and keeps a ledger of
-// fixed-size records, about a hundred bytes per entry whatever the entries
+// fixed-size records, about 130 bytes per entry whatever the entries
 // hold; with Config.StateDir the ledger is kept, and the next audit reads
 // only the entries added since.
 // [Monitor] follows a log over time: checkpoint quorum and consistency,

@@ -5,8 +5,10 @@ import (
 	"cmp"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,10 +26,12 @@ import (
 // audit of a grown log reads only the new entries.
 //
 // Memory, for N entries of which T are receipts of tool calls (a tool name
-// or tool input hash) and X executions: 96·N + 36·T + 36·X bytes, plus 4·N
-// while findings are computed (a permutation sorted three ways), plus the
+// or tool input hash), X executions and L links not settled as added (an
+// entry out of chain order): 64·N + 36·T + 36·X + 36·L bytes, in arrays
+// mapped outside the Go heap (reserve), plus 4.5·N while findings are
+// computed (a permutation sorted three ways, and hash buckets), plus the
 // interned issuers and sessions (their names, at most ~138 bytes each
-// (Clip), and ~120 bytes of state per session). Observe mode's and
+// (Clip), and ~170 bytes of state per session). Observe mode's and
 // reconciliation's facts are flag bits of a rec (no bytes more); their
 // findings take, while computed, ~64 bytes per session with decisions not
 // enforced and, with RequireReconciled, 8 bytes per session, and re-read
@@ -44,15 +48,56 @@ type ledger struct {
 
 	bad findingList // bad entries, at most MaxPerKind listed
 
+	pending []pendingLink // by pos
+
 	// factsFrom is the first record with flagAllow…flagOtherKey: records
 	// an older docket saved (state.go) lack them.
 	factsFrom uint64
+
+	release []func() // of the arrays reserve mapped
+
+	// buckets[k] is the first position in byHash's permutation of a hash
+	// whose first bucketBits bits are k.
+	buckets    []uint32
+	bucketBits uint
 }
 
-// rec is what the ledger keeps of one log entry: 96 bytes.
+// reserve makes room for n entries in all: recs, calls and execs move to
+// arrays of that capacity outside the Go heap (mapped), which free
+// releases. Nothing then grows by doubling, and the memory of a ledger is
+// that of its records, not twice it while a collection is due.
+func (l *ledger) reserve(n uint64) {
+	n = max(n, l.size())
+	l.recs = remap(l, l.recs, n)
+	l.calls = remap(l, l.calls, n)
+	l.execs = remap(l, l.execs, n)
+}
+
+func remap[T any](l *ledger, s []T, n uint64) []T {
+	if uint64(cap(s)) >= n {
+		return s
+	}
+	m, release := mapped[T](int(n))
+	l.release = append(l.release, release)
+	return append(m, s...)
+}
+
+// free releases the arrays reserve mapped: the ledger must not be used
+// after.
+func (l *ledger) free() {
+	for _, release := range l.release {
+		release()
+	}
+	l.release = nil
+	l.recs, l.calls, l.execs = nil, nil, nil
+}
+
+// rec is what the ledger keeps of one log entry: 64 bytes. Its
+// previousReceiptHash is not kept: it is checked as the entry is added
+// against the receipt it must link, which a log in chain order holds
+// already (flagLinked, flagBroken), and kept aside (pending) otherwise.
 type rec struct {
 	hash    [32]byte // chain hash: SHA-256 of the receipt's JCS bytes
-	prev    [32]byte // previousReceiptHash, when flagPrevHash
 	seq     int64    // sequence (0 if absent or not an integer)
 	iseq    int64    // issuer_sequence (0 if absent)
 	issuer  uint32
@@ -80,6 +125,7 @@ type sessKey struct {
 }
 
 type issuerInfo struct {
+	top        chainTop // of its receipts without a session_id
 	kid        string
 	pub        ed25519.PublicKey // of its first entry (flagOtherKey)
 	legacy     int               // receipts without issuer_sequence
@@ -96,12 +142,31 @@ type sessionInfo struct {
 	issuedAt string // of that receipt
 	hasLast  bool
 	ended    bool
+	top      chainTop // of the session's chain
+}
+
+// chainTop is, for one chain (an issuer's session, or its receipts without
+// a session_id), the first entry with the highest sequence added so far:
+// the receipt the next sequence links, in a log that holds its chains in
+// order.
+type chainTop struct {
+	seq  int64
+	hash [32]byte
+	ok   bool
+}
+
+// pendingLink is the previousReceiptHash of an entry whose predecessor was
+// not settled when it was added (an entry out of chain order, or of a
+// sequence already taken): analyse checks it.
+type pendingLink struct {
+	pos  uint32
+	prev [32]byte // when the entry has flagPrevHash
 }
 
 // Flags of a rec.
 const (
 	flagBad        = 1 << iota // not a valid entry: nothing else is set
-	flagPrevHash               // previousReceiptHash is "sha256:" and 64 hex digits, in prev
+	flagPrevHash               // previousReceiptHash is "sha256:" and 64 hex digits
 	flagCall                   // has a call record
 	flagExecution              // PostToolUse or PostToolUseFailure
 	flagLinkHash               // an execution whose decision_receipt_hash is a chain hash, in execs
@@ -121,6 +186,10 @@ const (
 	flagRef        // a decision_receipt_hash member that is a string
 	flagIDMismatch // a draft-04 payload whose issuer_id is not the kid
 	flagOtherKey   // signed by another key than the first entry of its kid
+	// The chain link, settled as the entry was added (link).
+	flagFirst  // the first entry of its issuer, session and sequence
+	flagLinked // links the first entry of its chain's previous sequence, added before it
+	flagBroken // does not link it
 )
 
 func newLedger() *ledger {
@@ -136,6 +205,7 @@ type parsed struct {
 	r         rec
 	kid       string
 	pub       ed25519.PublicKey
+	prev      [32]byte // previousReceiptHash, when flagPrevHash
 	session   string
 	issuedAt  string
 	highWater int64
@@ -164,7 +234,7 @@ func parseLedgerEntry(leaf []byte) parsed {
 	p.hasIseq = p.r.iseq > 0
 	p.issuedAt = Clip(str("issued_at"))
 	if h, ok := chainHash(str("previousReceiptHash")); ok {
-		p.r.prev, p.r.flags = h, p.r.flags|flagPrevHash
+		p.prev, p.r.flags = h, p.r.flags|flagPrevHash
 	}
 	tool, input := Clip(str("tool_name")), Clip(str("tool_input_hash"))
 	if tool != "" || input != "" {
@@ -298,6 +368,7 @@ func (l *ledger) add(p parsed) {
 			}
 		}
 	}
+	l.link(&r, pos, p.prev)
 	l.recs = append(l.recs, r)
 	if r.flags&flagCall != 0 {
 		l.calls = append(l.calls, call{pos, p.fp})
@@ -305,6 +376,52 @@ func (l *ledger) add(p parsed) {
 	if r.flags&flagLinkHash != 0 {
 		l.execs = append(l.execs, link{pos, p.link})
 	}
+}
+
+// link settles the chain link of r, the entry at pos whose
+// previousReceiptHash is prev: as analyse would, against the first entry
+// of its chain's previous sequence, when that entry was added before it and
+// r is the first of its own sequence; otherwise r is kept pending.
+func (l *ledger) link(r *rec, pos uint32, prev [32]byte) {
+	if r.seq < 1 {
+		return // neither checked nor a predecessor (analyse)
+	}
+	top := &l.issuers[r.issuer].top
+	if r.session != 0 {
+		top = &l.sessions[r.session].top
+	}
+	switch {
+	case !top.ok || r.seq > top.seq:
+		// No entry of this chain before r has its sequence or a higher
+		// one: r is the first of its sequence, and the first of the
+		// previous sequence is top, if top has it.
+		switch {
+		case r.seq < 2:
+		case top.ok && top.seq == r.seq-1 && r.flags&flagPrevHash != 0 && prev == top.hash:
+			r.flags |= flagLinked
+		case top.ok && top.seq == r.seq-1:
+			r.flags |= flagBroken
+		default:
+			l.pending = append(l.pending, pendingLink{pos, prev})
+		}
+		*top = chainTop{seq: r.seq, hash: r.hash, ok: true}
+		r.flags |= flagFirst
+	case r.seq >= 2:
+		l.pending = append(l.pending, pendingLink{pos, prev})
+	}
+}
+
+// links reports whether r, at pos, links pr, the first entry of its
+// chain's previous sequence.
+func (l *ledger) links(pos uint32, r, pr *rec) bool {
+	switch {
+	case r.flags&flagLinked != 0:
+		return true
+	case r.flags&flagBroken != 0:
+		return false
+	}
+	i, ok := slices.BinarySearchFunc(l.pending, pos, func(x pendingLink, p uint32) int { return cmp.Compare(x.pos, p) })
+	return ok && r.flags&flagPrevHash != 0 && l.pending[i].prev == pr.hash
 }
 
 func (l *ledger) intern(kid string) uint32 {
@@ -327,7 +444,9 @@ func (l *ledger) fp(pos uint32) ([32]byte, bool) {
 
 // byHash returns the positions of the valid entries, sorted by chain hash
 // and then position: 4 bytes per entry, the index by which presented
-// receipts are found (presented.go) and then analyse's permutation.
+// receipts are found (presented.go) and then analyse's permutation. It
+// also cuts it into buckets by the hashes' first bits, half a byte per
+// entry, so that find searches a bucket of about eight, not all.
 func (l *ledger) byHash() []uint32 {
 	perm := make([]uint32, 0, len(l.recs))
 	for i := range l.recs {
@@ -336,7 +455,22 @@ func (l *ledger) byHash() []uint32 {
 		}
 	}
 	slices.SortFunc(perm, l.byHashCmp)
+	l.bucketBits = uint(max(bits.Len(uint(len(perm))), 3) - 3)
+	l.buckets = make([]uint32, 1<<l.bucketBits+1)
+	b := 0
+	for i, p := range perm {
+		for k := l.bucket(l.recs[p].hash); b <= k; b++ {
+			l.buckets[b] = uint32(i)
+		}
+	}
+	for ; b < len(l.buckets); b++ {
+		l.buckets[b] = uint32(len(perm))
+	}
 	return perm
+}
+
+func (l *ledger) bucket(h [32]byte) int {
+	return int(binary.BigEndian.Uint64(h[:]) >> (64 - l.bucketBits) & (1<<l.bucketBits - 1))
 }
 
 func (l *ledger) byHashCmp(a, b uint32) int {
@@ -346,11 +480,16 @@ func (l *ledger) byHashCmp(a, b uint32) int {
 // find returns the first position in perm (as byHash returned it) of an
 // entry with chain hash h.
 func (l *ledger) find(perm []uint32, h [32]byte) (uint32, bool) {
-	i, ok := slices.BinarySearchFunc(perm, h, func(p uint32, h [32]byte) int { return bytes.Compare(l.recs[p].hash[:], h[:]) })
+	lo, hi := 0, len(perm)
+	if len(l.buckets) > 1 {
+		k := l.bucket(h)
+		lo, hi = int(l.buckets[k]), int(l.buckets[k+1])
+	}
+	i, ok := slices.BinarySearchFunc(perm[lo:hi], h, func(p uint32, h [32]byte) int { return bytes.Compare(l.recs[p].hash[:], h[:]) })
 	if !ok {
 		return 0, false
 	}
-	return perm[i], true
+	return perm[lo+i], true
 }
 
 // A selection says which of the ledger's receipts an audit compares: the
@@ -496,7 +635,7 @@ func (l *ledger) analyse(s *selection, ps *presentedSet, perm []uint32, out *fin
 					if r.flags&flagDuplicate != 0 || !l.selected(s, r) {
 						continue
 					}
-					if r.flags&flagPrevHash == 0 || r.prev != pr.hash {
+					if !l.links(p, r, pr) {
 						rr := l.record(uint64(p))
 						late = append(late, indexed{uint64(p), Finding{Kind: KindChainBreak, Issuer: rr.Issuer, Session: rr.Session, Sequence: r.seq, Index: uint64(p),
 							Message: "session " + quote(rr.Session) + ": logged receipt " + itoa(r.seq) + " does not link the logged receipt " + itoa(r.seq-1),

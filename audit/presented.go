@@ -190,7 +190,9 @@ func (lg *logged) known(hash string, pub ed25519.PublicKey) bool {
 // read from the records of the log entries, valid as receipts.VerifyChain
 // would find it: signed by the trusted key of its kid, which has no
 // validity window, with a draft-04 issuer_id that is the kid; linking its
-// predecessor's chain hash, with the next sequence number, in the same
+// predecessor's chain hash (the ledger settled, as it added the entry,
+// that it links the first entry of the previous sequence, and the
+// predecessor is that entry), with the next sequence number, in the same
 // session; and an execution only, and each linked to an earlier
 // executable decision of the chain with the same tool (the same tool name
 // and tool input hash) and decision. It returns nil for any other chain,
@@ -217,7 +219,9 @@ func (lg *logged) fromLog(rs [][]byte) ([]uint32, []string) {
 		switch {
 		case !lg.trusted[r.issuer], r.flags&(flagOtherKey|flagIDMismatch) != 0:
 			return nil, nil
-		case prev != nil && (r.flags&flagPrevHash == 0 || r.prev != prev.hash || prev.seq < 1 || r.seq != prev.seq+1 || r.session != prev.session):
+		case prev != nil && (r.flags&flagLinked == 0 || prev.flags&flagFirst == 0 || r.seq != prev.seq+1 || r.issuer != prev.issuer || r.session != prev.session):
+			// r links the first entry of its chain's previous sequence,
+			// which prev is.
 			return nil, nil
 		case r.flags&flagExecution != 0:
 			if r.flags&flagLinkHash == 0 || r.flags&decisionFlags == 0 {

@@ -211,3 +211,94 @@ func TestPresentedFromLog(t *testing.T) {
 		})
 	}
 }
+
+// TestChainLinksAsAdded checks the chain links the ledger settles as
+// entries are added, and the ones it keeps pending, against the rule
+// itself: each entry of sequence s ≥ 2 must link the first entry (by log
+// index) of sequence s-1 of its chain (issuer and session), if there is
+// one. Logs in chain order, in reverse, shuffled, with equivocation,
+// repeats, gaps, legacy links and receipts without a session.
+func TestChainLinksAsAdded(t *testing.T) {
+	a, b := newChainSigner(t), newChainSigner(t)
+	chain := a.chain(t, stStart, stDecision("Bash", "allow"), stExec("Bash", "allow", "@1"), stDecision("Read", "deny"), stEnd)
+	// Another receipt of sequence 3 (equivocation), and a 4 that links it.
+	eq := a.chain(t, stStart, stDecision("Bash", "allow"), stDecision("Write", "allow"), stEnd)
+	noSession := a.chain(t, with(stStart, "session_id", nil), with(stDecision("Bash", "allow"), "session_id", nil), with(stEnd, "session_id", nil))
+	noSessionB := b.chain(t, with(stStart, "session_id", nil), with(stDecision("Bash", "allow"), "session_id", nil), with(stEnd, "session_id", nil))
+	legacy := a.chain(t, with(stStart, "session_id", "t"), with(stDecision("Bash", "allow"), "session_id", "t", "previousReceiptHash", "bare"), with(stEnd, "session_id", "t"))
+	type entry struct {
+		pub ed25519.PublicKey
+		r   []byte
+	}
+	of := func(s *chainSigner, rs ...[]byte) []entry {
+		var out []entry
+		for _, r := range rs {
+			out = append(out, entry{s.pub, r})
+		}
+		return out
+	}
+	rev := func(es []entry) []entry { es = slices.Clone(es); slices.Reverse(es); return es }
+	tests := []struct {
+		name string
+		log  []entry
+	}{
+		{"in order", of(a, chain...)},
+		{"reversed", rev(of(a, chain...))},
+		{"shuffled", of(a, chain[2], chain[0], chain[4], chain[1], chain[3])},
+		{"equivocation, first logged first", of(a, chain[0], chain[1], chain[2], eq[2], eq[3], chain[3])},
+		{"equivocation, other logged first", of(a, chain[0], chain[1], eq[2], chain[2], chain[3], eq[3])},
+		{"successor before its predecessor", of(a, chain[0], chain[1], chain[3], chain[2], chain[4])},
+		{"repeated", of(a, chain[0], chain[1], chain[1], chain[2], chain[2], chain[3])},
+		{"gap", of(a, chain[0], chain[1], chain[3], chain[4])},
+		{"no session, two issuers", append(of(a, noSession...), of(b, noSessionB...)...)},
+		{"no session, interleaved", []entry{{a.pub, noSession[0]}, {b.pub, noSessionB[0]}, {b.pub, noSessionB[1]}, {a.pub, noSession[1]}, {a.pub, noSession[2]}, {b.pub, noSessionB[2]}}},
+		{"legacy link", of(a, legacy...)},
+		{"two sessions interleaved", []entry{{a.pub, chain[0]}, {a.pub, legacy[0]}, {a.pub, chain[1]}, {a.pub, legacy[1]}, {a.pub, chain[2]}, {a.pub, legacy[2]}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLedger()
+			var ps []parsed
+			for _, e := range tt.log {
+				leaf, err := receipts.NewEntry(e.pub, e.r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := parseLedgerEntry(leaf)
+				ps = append(ps, p)
+				l.add(p)
+			}
+			// The rule, on the parsed entries.
+			var want []uint64
+			for i, p := range ps {
+				r := &l.recs[i]
+				if p.r.seq < 2 {
+					continue
+				}
+				first := -1
+				for j := range ps {
+					q := &l.recs[j]
+					if q.issuer == r.issuer && q.session == r.session && q.seq == r.seq-1 {
+						first = j
+						break
+					}
+				}
+				if first >= 0 && (p.r.flags&flagPrevHash == 0 || p.prev != l.recs[first].hash) {
+					want = append(want, uint64(i))
+				}
+			}
+			var out findingList
+			out.init()
+			l.analyse(&selection{}, nil, l.byHash(), &out)
+			var got []uint64
+			for _, f := range out.all() {
+				if f.Kind == KindChainBreak {
+					got = append(got, f.Index)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("chain breaks at %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -37,6 +37,11 @@ type auditState struct {
 	cp     string // the checkpoint they were read under
 	calls  int    // calls and execs saved
 	execs  int
+	// pending links saved (version 4)
+	pending int
+	// relinked: the records were loaded from a state before version 4 and
+	// linked again; the next save writes them all
+	relinked bool
 }
 
 type stateFile struct {
@@ -46,31 +51,55 @@ type stateFile struct {
 	Range      [][]byte `json:"range,omitempty"`
 	Calls      int      `json:"calls"`
 	// FactsFrom is the first record saved with version 3's flags.
-	FactsFrom uint64        `json:"facts_from,omitempty"`
-	Execs     int           `json:"execs"`
-	Issuers   []issuerJSON  `json:"issuers,omitempty"`
-	Sessions  []sessionJSON `json:"sessions,omitempty"`
-	Bad       []badJSON     `json:"bad,omitempty"`
-	BadMore   int           `json:"bad_more,omitempty"`
+	FactsFrom uint64 `json:"facts_from,omitempty"`
+	// Pending counts the records of pending.bin (version 4).
+	Pending  int           `json:"pending,omitempty"`
+	Execs    int           `json:"execs"`
+	Issuers  []issuerJSON  `json:"issuers,omitempty"`
+	Sessions []sessionJSON `json:"sessions,omitempty"`
+	Bad      []badJSON     `json:"bad,omitempty"`
+	BadMore  int           `json:"bad_more,omitempty"`
 }
 
 type issuerJSON struct {
-	KID        string `json:"kid"`
-	PublicKey  []byte `json:"public_key,omitempty"`
-	Legacy     int    `json:"legacy,omitempty"`
-	HighWater  int64  `json:"high_water,omitempty"`
-	Checkpoint uint64 `json:"checkpoint,omitempty"`
-	HasCP      bool   `json:"has_checkpoint,omitempty"`
+	KID        string   `json:"kid"`
+	PublicKey  []byte   `json:"public_key,omitempty"`
+	Top        *topJSON `json:"top,omitempty"`
+	Legacy     int      `json:"legacy,omitempty"`
+	HighWater  int64    `json:"high_water,omitempty"`
+	Checkpoint uint64   `json:"checkpoint,omitempty"`
+	HasCP      bool     `json:"has_checkpoint,omitempty"`
 }
 
 type sessionJSON struct {
-	Issuer   uint32 `json:"issuer"`
-	Name     string `json:"name"`
-	Last     uint64 `json:"last,omitempty"`
-	LastSeq  int64  `json:"last_seq,omitempty"`
-	IssuedAt string `json:"issued_at,omitempty"`
-	HasLast  bool   `json:"has_last,omitempty"`
-	Ended    bool   `json:"ended,omitempty"`
+	Issuer   uint32   `json:"issuer"`
+	Name     string   `json:"name"`
+	Last     uint64   `json:"last,omitempty"`
+	LastSeq  int64    `json:"last_seq,omitempty"`
+	IssuedAt string   `json:"issued_at,omitempty"`
+	HasLast  bool     `json:"has_last,omitempty"`
+	Ended    bool     `json:"ended,omitempty"`
+	Top      *topJSON `json:"top,omitempty"`
+}
+
+// topJSON is a chainTop (version 4).
+type topJSON struct {
+	Seq  int64  `json:"seq"`
+	Hash []byte `json:"hash"`
+}
+
+func (t *topJSON) top() chainTop {
+	if t == nil || len(t.Hash) != 32 {
+		return chainTop{}
+	}
+	return chainTop{seq: t.Seq, hash: [32]byte(t.Hash), ok: true}
+}
+
+func topOf(t chainTop) *topJSON {
+	if !t.ok {
+		return nil
+	}
+	return &topJSON{t.seq, t.hash[:]}
 }
 
 type badJSON struct {
@@ -83,14 +112,19 @@ type badJSON struct {
 // Version 3: also flagAllow…flagOtherKey and each issuer's public key, the
 // facts a presented chain is checked by without parsing it (presented.go);
 // a version 2 state is read, and its records checked the long way.
-const stateVersion = 3
+// Version 4: records keep no previousReceiptHash (bytes 32 to 64 are zero)
+// but flagFirst…flagBroken, chains their tops, and pending.bin the links
+// not settled; an older state's records are linked again as they load.
+const stateVersion = 4
 
 const (
 	recSize  = 96
-	callSize = 36
+	callSize = 36 // also the size of a pending link
 )
 
-func openState(dir string) (*auditState, error) {
+// openState opens the state in dir, with room for a log of capacity
+// entries (ledger.reserve).
+func openState(dir string, capacity uint64) (*auditState, error) {
 	st := &auditState{dir: dir, ledger: newLedger(), rng: NewRange()}
 	if dir == "" {
 		return st, nil
@@ -102,13 +136,17 @@ func openState(dir string) (*auditState, error) {
 		return nil, fmt.Errorf("audit state: %w", err)
 	}
 	var sf stateFile
-	if err := json.Unmarshal(b, &sf); err != nil || sf.Version != stateVersion && sf.Version != 2 {
+	if err := json.Unmarshal(b, &sf); err != nil || sf.Version != stateVersion && sf.Version != 2 && sf.Version != 3 {
 		return nil, fmt.Errorf("audit state %s: not a state this docket wrote (%v)", dir, err)
 	}
 	if st.rng, err = RestoreRange(sf.Size, sf.Range); err != nil {
 		return nil, fmt.Errorf("audit state %s: %w", dir, err)
 	}
 	st.size, st.cp, st.calls, st.execs = sf.Size, sf.Checkpoint, sf.Calls, sf.Execs
+	if sf.Version >= 4 {
+		st.pending = sf.Pending
+	}
+	st.relinked = sf.Version < 4
 	l := st.ledger
 	l.factsFrom = sf.FactsFrom
 	if sf.Version == 2 {
@@ -119,14 +157,14 @@ func openState(dir string) (*auditState, error) {
 			return nil, fmt.Errorf("audit state %s: issuer %s has a public key of %d bytes", dir, is.KID, len(is.PublicKey))
 		}
 		l.issuerIDs[is.KID] = uint32(len(l.issuers))
-		l.issuers = append(l.issuers, issuerInfo{kid: is.KID, pub: is.PublicKey, legacy: is.Legacy, highWater: is.HighWater, checkpoint: is.Checkpoint, hasCP: is.HasCP})
+		l.issuers = append(l.issuers, issuerInfo{top: is.Top.top(), kid: is.KID, pub: is.PublicKey, legacy: is.Legacy, highWater: is.HighWater, checkpoint: is.Checkpoint, hasCP: is.HasCP})
 	}
 	for _, s := range sf.Sessions {
 		if int(s.Issuer) >= len(l.issuers) {
 			return nil, fmt.Errorf("audit state %s: session of issuer %d", dir, s.Issuer)
 		}
 		l.sessIDs[sessKey{s.Issuer, s.Name}] = uint32(len(l.sessions))
-		l.sessions = append(l.sessions, sessionInfo{issuer: s.Issuer, name: s.Name, last: s.Last, lastSeq: s.LastSeq, issuedAt: s.IssuedAt, hasLast: s.HasLast, ended: s.Ended})
+		l.sessions = append(l.sessions, sessionInfo{issuer: s.Issuer, name: s.Name, last: s.Last, lastSeq: s.LastSeq, issuedAt: s.IssuedAt, hasLast: s.HasLast, ended: s.Ended, top: s.Top.top()})
 	}
 	for _, b := range sf.Bad {
 		l.bad.add(Finding{Kind: KindBadEntry, Index: b.Index, Message: b.Message, evidence: &Evidence{Kind: KindBadEntry, Entries: []EvidenceEntry{{Index: b.Index}}}})
@@ -134,13 +172,10 @@ func openState(dir string) (*auditState, error) {
 	for range sf.BadMore {
 		l.bad.add(Finding{Kind: KindBadEntry})
 	}
-	l.recs = make([]rec, 0, sf.Size)
-	l.calls = make([]call, 0, sf.Calls)
-	l.execs = make([]link, 0, sf.Execs)
+	l.reserve(max(capacity, sf.Size))
 	err = readRecords(filepath.Join(dir, "records.bin"), int(sf.Size), recSize, func(b []byte) error {
 		var r rec
 		copy(r.hash[:], b[0:32])
-		copy(r.prev[:], b[32:64])
 		r.seq = int64(binary.LittleEndian.Uint64(b[64:]))
 		r.iseq = int64(binary.LittleEndian.Uint64(b[72:]))
 		r.issuer = binary.LittleEndian.Uint32(b[80:])
@@ -149,9 +184,20 @@ func openState(dir string) (*auditState, error) {
 		if r.flags&flagBad == 0 && (int(r.issuer) >= len(l.issuers) || int(r.session) >= len(l.sessions)) {
 			return errors.New("a record names an issuer or session the state does not hold")
 		}
+		if sf.Version < 4 && r.flags&flagBad == 0 {
+			// Linked again, in order, as it was added (ledger.link).
+			r.flags &^= flagFirst | flagLinked | flagBroken
+			l.link(&r, uint32(len(l.recs)), [32]byte(b[32:64]))
+		}
 		l.recs = append(l.recs, r)
 		return nil
 	})
+	if err == nil && sf.Version >= 4 {
+		err = readRecords(filepath.Join(dir, "pending.bin"), sf.Pending, callSize, func(b []byte) error {
+			l.pending = append(l.pending, pendingLink{binary.LittleEndian.Uint32(b), [32]byte(b[4:36])})
+			return nil
+		})
+	}
 	if err == nil {
 		err = readRecords(filepath.Join(dir, "calls.bin"), sf.Calls, callSize, func(b []byte) error {
 			l.calls = append(l.calls, call{binary.LittleEndian.Uint32(b), [32]byte(b[4:36])})
@@ -244,10 +290,14 @@ func (st *auditState) save(cp []byte, size uint64) error {
 		return nil
 	}
 	l := st.ledger
-	err := appendRecords(filepath.Join(st.dir, "records.bin"), st.size, recSize, len(l.recs)-int(st.size), func(i int, b []byte) {
-		r := &l.recs[int(st.size)+i]
+	from := st.size
+	if st.relinked {
+		from = 0
+	}
+	err := appendRecords(filepath.Join(st.dir, "records.bin"), from, recSize, len(l.recs)-int(from), func(i int, b []byte) {
+		r := &l.recs[int(from)+i]
 		copy(b[0:32], r.hash[:])
-		copy(b[32:64], r.prev[:])
+		clear(b[32:64])
 		binary.LittleEndian.PutUint64(b[64:], uint64(r.seq))
 		binary.LittleEndian.PutUint64(b[72:], uint64(r.iseq))
 		binary.LittleEndian.PutUint32(b[80:], r.issuer)
@@ -255,6 +305,13 @@ func (st *auditState) save(cp []byte, size uint64) error {
 		binary.LittleEndian.PutUint32(b[88:], r.flags&^flagDuplicate)
 		clear(b[92:])
 	})
+	if err == nil {
+		err = appendRecords(filepath.Join(st.dir, "pending.bin"), uint64(st.pending), callSize, len(l.pending)-st.pending, func(i int, b []byte) {
+			x := &l.pending[st.pending+i]
+			binary.LittleEndian.PutUint32(b, x.pos)
+			copy(b[4:], x.prev[:])
+		})
+	}
 	if err == nil {
 		err = appendRecords(filepath.Join(st.dir, "calls.bin"), uint64(st.calls), callSize, len(l.calls)-st.calls, func(i int, b []byte) {
 			x := &l.calls[st.calls+i]
@@ -272,12 +329,12 @@ func (st *auditState) save(cp []byte, size uint64) error {
 	if err != nil {
 		return fmt.Errorf("saving audit state: %w", err)
 	}
-	sf := stateFile{Version: stateVersion, Checkpoint: string(cp), Size: size, Range: st.rng.Hashes(), Calls: len(l.calls), Execs: len(l.execs), FactsFrom: l.factsFrom}
+	sf := stateFile{Version: stateVersion, Checkpoint: string(cp), Size: size, Range: st.rng.Hashes(), Calls: len(l.calls), Execs: len(l.execs), FactsFrom: l.factsFrom, Pending: len(l.pending)}
 	for _, is := range l.issuers {
-		sf.Issuers = append(sf.Issuers, issuerJSON{KID: is.kid, PublicKey: is.pub, Legacy: is.legacy, HighWater: is.highWater, Checkpoint: is.checkpoint, HasCP: is.hasCP})
+		sf.Issuers = append(sf.Issuers, issuerJSON{KID: is.kid, PublicKey: is.pub, Top: topOf(is.top), Legacy: is.legacy, HighWater: is.highWater, Checkpoint: is.checkpoint, HasCP: is.hasCP})
 	}
 	for _, s := range l.sessions[1:] {
-		sf.Sessions = append(sf.Sessions, sessionJSON{Issuer: s.issuer, Name: s.name, Last: s.last, LastSeq: s.lastSeq, IssuedAt: s.issuedAt, HasLast: s.hasLast, Ended: s.ended})
+		sf.Sessions = append(sf.Sessions, sessionJSON{Issuer: s.issuer, Name: s.name, Last: s.last, LastSeq: s.lastSeq, IssuedAt: s.issuedAt, HasLast: s.hasLast, Ended: s.ended, Top: topOf(s.top)})
 	}
 	for _, f := range l.bad.list {
 		sf.Bad = append(sf.Bad, badJSON{f.Index, f.Message})
@@ -292,7 +349,8 @@ func (st *auditState) save(cp []byte, size uint64) error {
 	if err := durable.WriteFile(filepath.Join(st.dir, "state.json"), b, 0o644); err != nil {
 		return fmt.Errorf("saving audit state: %w", err)
 	}
-	st.size, st.cp, st.calls, st.execs = size, string(cp), len(l.calls), len(l.execs)
+	st.size, st.cp, st.calls, st.execs, st.pending = size, string(cp), len(l.calls), len(l.execs), len(l.pending)
+	st.relinked = false
 	return nil
 }
 

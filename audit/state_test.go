@@ -90,7 +90,7 @@ func TestAuditState(t *testing.T) {
 					t.Fatalf("first audit found:\n%s", Report(got))
 				}
 				if old {
-					toVersion2(t, state)
+					toVersion2(t, state, f)
 				}
 				_, before := l.Checkpoint(t)
 				chains = tt.grow(t, l, is, chains)
@@ -117,8 +117,9 @@ func TestAuditState(t *testing.T) {
 }
 
 // toVersion2 makes a saved state look as a docket before version 3 wrote
-// it: no issuer keys, and records whose flags lack flagAllow…flagOtherKey.
-func toVersion2(t *testing.T, dir string) {
+// it: no issuer keys nor chain tops, records that hold their entries'
+// previousReceiptHash and lack the flags of versions 3 and 4.
+func toVersion2(t *testing.T, dir string, f Fetcher) {
 	t.Helper()
 	name := filepath.Join(dir, "state.json")
 	b, err := os.ReadFile(name)
@@ -129,17 +130,32 @@ func toVersion2(t *testing.T, dir string) {
 	if err := json.Unmarshal(b, &sf); err != nil {
 		t.Fatal(err)
 	}
-	sf.Version, sf.FactsFrom = 2, 0
+	sf.Version, sf.FactsFrom, sf.Pending = 2, 0, 0
 	for i := range sf.Issuers {
-		sf.Issuers[i].PublicKey = nil
+		sf.Issuers[i].PublicKey, sf.Issuers[i].Top = nil, nil
+	}
+	for i := range sf.Sessions {
+		sf.Sessions[i].Top = nil
 	}
 	recs, err := os.ReadFile(filepath.Join(dir, "records.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Version 2 records hold each entry's previousReceiptHash, and no flag
+	// of version 3 or 4.
+	var leaves [][]byte
+	for i := uint64(0); i < sf.Size; i += 256 {
+		b, err := readBundle(t.Context(), f, i/256, sf.Size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaves = append(leaves, b...)
+	}
 	for i := 0; i+recSize <= len(recs); i += recSize {
-		f := binary.LittleEndian.Uint32(recs[i+88:])
-		binary.LittleEndian.PutUint32(recs[i+88:], f&^(flagAllow|flagRef|flagIDMismatch|flagOtherKey))
+		p := parseLedgerEntry(leaves[i/recSize])
+		copy(recs[i+32:], p.prev[:])
+		flags := binary.LittleEndian.Uint32(recs[i+88:])
+		binary.LittleEndian.PutUint32(recs[i+88:], flags&^(flagAllow|flagRef|flagIDMismatch|flagOtherKey|flagFirst|flagLinked|flagBroken))
 	}
 	if b, err = json.Marshal(sf); err != nil {
 		t.Fatal(err)

@@ -128,7 +128,7 @@ func ParseEntryKnown(data []byte, known func(receipt []byte, pub ed25519.PublicK
 	if cause != "" || rc.shape != "envelope" {
 		return nil, fmt.Errorf("%w: receipt is not a draft-04 envelope: %s", ErrMalformedEntry, detail)
 	}
-	if kid := cachedKID(pub); rc.kid != kid {
+	if kid := KID(pub); rc.kid != kid {
 		return nil, fmt.Errorf("%w: kid %q is not %q, the kid of public_key", ErrEntrySignature, rc.kid, kid)
 	}
 	if rc.sig == nil || !(known != nil && known(c, pub)) && !verifyEd25519(pub, rc.signingInput, rc.sig) {

@@ -1,34 +1,47 @@
 package receipts
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
-	"math/big"
+	"sync"
 	"sync/atomic"
 )
 
 const base58Alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
-// base58 encodes b with the Bitcoin alphabet.
+// base58 encodes b with the Bitcoin alphabet. It converts base 256 to
+// base 58 digit by digit in a fixed buffer (Bitcoin's EncodeBase58), not
+// through math/big: a log reader computes the kid of every entry.
 func base58(b []byte) string {
 	zeros := 0
 	for zeros < len(b) && b[zeros] == 0 {
 		zeros++
 	}
-	n := new(big.Int).SetBytes(b)
-	mod, radix := new(big.Int), big.NewInt(58)
-	var out []byte
-	for n.Sign() > 0 {
-		n.DivMod(n, radix, mod)
-		out = append(out, base58Alphabet[mod.Int64()])
+	// Each byte takes log(256)/log(58) < 1.37 digits.
+	size := (len(b)-zeros)*137/100 + 1
+	digits := make([]byte, size)
+	high := size - 1 // digits[:high+1] are all zero
+	for _, c := range b[zeros:] {
+		carry := int(c)
+		j := size - 1
+		for ; j >= 0 && (j > high || carry != 0); j-- {
+			carry += 256 * int(digits[j])
+			digits[j] = byte(carry % 58)
+			carry /= 58
+		}
+		high = j
 	}
-	for range zeros {
-		out = append(out, '1')
+	skip := 0
+	for skip < size && digits[skip] == 0 {
+		skip++
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
+	out := make([]byte, zeros, zeros+size-skip)
+	for i := range out {
+		out[i] = '1'
+	}
+	for _, d := range digits[skip:] {
+		out = append(out, base58Alphabet[d])
 	}
 	return string(out)
 }
@@ -39,37 +52,31 @@ const KIDPrefix = "sb:issuer:"
 // KID returns the draft-04 key identifier of an Ed25519 public key:
 // "sb:issuer:" followed by the first 12 characters of its Base58 encoding.
 func KID(pub ed25519.PublicKey) string {
+	if len(pub) == ed25519.PublicKeySize {
+		if kid, ok := kidCache.Load([32]byte(pub)); ok {
+			return kid.(string)
+		}
+	}
 	s := base58(pub)
 	if len(s) > 12 {
 		s = s[:12]
 	}
-	return KIDPrefix + s
-}
-
-// kidCache holds the KIDs of recently seen keys, one per slot chosen by
-// the key's first byte: a log sees the same few issuers again and again,
-// and Base58 costs a division per digit. It is bounded whatever keys
-// entries carry.
-var kidCache [256]atomic.Pointer[kidOf]
-
-type kidOf struct {
-	pub [ed25519.PublicKeySize]byte
-	kid string
-}
-
-// cachedKID returns KID(pub), from kidCache when it holds pub.
-func cachedKID(pub ed25519.PublicKey) string {
-	if len(pub) != ed25519.PublicKeySize {
-		return KID(pub)
+	kid := KIDPrefix + s
+	if len(pub) == ed25519.PublicKeySize && kidCached.Add(1) <= maxKIDs {
+		kidCache.Store([32]byte(pub), kid)
 	}
-	slot := &kidCache[pub[0]]
-	if k := slot.Load(); k != nil && bytes.Equal(k.pub[:], pub) {
-		return k.kid
-	}
-	k := &kidOf{pub: [ed25519.PublicKeySize]byte(pub), kid: KID(pub)}
-	slot.Store(k)
-	return k.kid
+	return kid
 }
+
+// kidCache holds the kids of the first maxKIDs keys KID was asked for: a
+// log reader asks for the kid of every entry, and entries repeat their
+// issuers' keys.
+var (
+	kidCache  sync.Map // [32]byte → string
+	kidCached atomic.Int64
+)
+
+const maxKIDs = 4096
 
 // Thumbprint returns the RFC 7638 JWK thumbprint of an Ed25519 public key,
 // the key identifier used by the v2 artifact shape.

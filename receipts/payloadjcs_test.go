@@ -153,27 +153,6 @@ func FuzzAppendPayload(f *testing.F) {
 	})
 }
 
-// cachedKID answers KID's answer for every key, those that share a slot
-// of the cache included.
-func TestCachedKID(t *testing.T) {
-	var keys []ed25519.PublicKey
-	for i := range 8 {
-		pub := make(ed25519.PublicKey, ed25519.PublicKeySize)
-		pub[0], pub[1] = 7, byte(i) // one slot for all
-		keys = append(keys, pub)
-	}
-	for round := range 2 {
-		for i, pub := range keys {
-			if got, want := cachedKID(pub), KID(pub); got != want {
-				t.Errorf("round %d: cachedKID(key %d) = %s, want %s", round, i, got, want)
-			}
-		}
-	}
-	if got, want := cachedKID(ed25519.PublicKey{1, 2}), KID(ed25519.PublicKey{1, 2}); got != want {
-		t.Errorf("cachedKID(short key) = %s, want %s", got, want)
-	}
-}
-
 // unsignedMember names a member outside the signed envelope's, the empty
 // name and those that sort first included.
 func TestUnsignedMember(t *testing.T) {

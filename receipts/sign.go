@@ -142,7 +142,7 @@ func FormatTime(t time.Time) string {
 // Spec, IssuerID (from the key) and IssuedAt when they are empty, and refuses
 // a payload whose IssuerID is not the key's KID.
 func Sign(key ed25519.PrivateKey, p Payload) ([]byte, error) {
-	kid := cachedKID(key.Public().(ed25519.PublicKey))
+	kid := KID(key.Public().(ed25519.PublicKey))
 	if p.Spec == "" {
 		p.Spec = Spec
 	}
@@ -174,7 +174,7 @@ func Sign(key ed25519.PrivateKey, p Payload) ([]byte, error) {
 // SignCanonical signs an already canonical payload (JCS bytes) and returns
 // the whole envelope as JCS bytes.
 func SignCanonical(key ed25519.PrivateKey, payload []byte) []byte {
-	return signCanonical(key, cachedKID(key.Public().(ed25519.PublicKey)), payload)
+	return signCanonical(key, KID(key.Public().(ed25519.PublicKey)), payload)
 }
 
 func signCanonical(key ed25519.PrivateKey, kid string, payload []byte) []byte {

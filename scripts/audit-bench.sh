@@ -33,9 +33,10 @@ timed() { # name, command...
 	shift
 	/usr/bin/time -v "$@" >/dev/null 2>"$dir.err" || true
 	printf '%s: ' "$name"
-	grep -E '^docket: audited' "$dir.err" | tr '\n' ' ' || true
+	grep -E '^docket: (audited|monitor: no alert)' "$dir.err" | sed -E 's/ against.*| and is consistent.*|; [0-9]+ new.*//' | tr '\n' ' ' || true
 	awk -F': ' '/Elapsed \(wall/ {w=$2} /User time/ {u=$2} /System time/ {s=$2} /Maximum resident/ {r=$2}
-		END {printf "wall %s, cpu %.1f s (%.0f receipts/cpu-s), peak RSS %.0f MB\n", w, u+s, n/(u+s), r/1024}' n="$n" "$dir.err"
+		END {k=split(w, p, ":"); secs=0; for (i=1; i<=k; i++) secs=secs*60+p[i]
+		printf "wall %s (%.0f receipts/s), cpu %.1f s (%.0f receipts/cpu-s), peak RSS %.0f MB (%.0f B/receipt)\n", w, n/secs, u+s, n/(u+s), r/1024, r*1024/n}' n="$n" "$dir.err"
 }
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $n receipts"

@@ -56,8 +56,8 @@ At most 100 findings of a kind are listed with evidence; one more counts the
 rest (narrow with -issuer and -session to list them).
 
 Each receipt is parsed and verified once: a presented receipt that the log
-holds byte for byte is checked from what was read of the log. Memory is about a
-hundred bytes per log entry, whatever the entries hold (docs/audit.md). On a
+holds byte for byte is checked from what was read of the log. Memory is about
+130 bytes per log entry, whatever the entries hold (docs/audit.md). On a
 terminal, progress goes to stderr.
 
 Options:
