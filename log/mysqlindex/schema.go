@@ -47,16 +47,18 @@ func Connect(ctx context.Context, dsn string, n int) (*sql.DB, error) {
 //   - DocketLeaves: leaf hash → first index, unique on the hash;
 //   - DocketIndexState: how many entries, from 0, DocketLeaves covers;
 //   - DocketClaims: the hashes that a writer is appending right now, so
-//     that two docket-log processes never append the same entry (a claim
-//     is deleted once the transaction that indexes its entry has
-//     committed). A claim need not outlive its writer, nor a server
-//     restart: the table is in memory (ENGINE=MEMORY), so claiming costs
-//     no log flush.
+//     that two docket-log processes never append the same entry. A claim
+//     ends in the transaction that indexes its entry, or once its writer
+//     knows the entry was not appended; it must survive a server restart
+//     (a commit whose answer a restart lost may have appended it), so the
+//     table is InnoDB. Version 1 had it in memory (ENGINE=MEMORY): the
+//     ALTER converts it.
 var Schema = []string{
 	"CREATE TABLE IF NOT EXISTS `DocketLeaves` (`hash` BINARY(32) NOT NULL, `idx` BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`hash`), KEY `idx` (`idx`))",
 	"CREATE TABLE IF NOT EXISTS `DocketIndexState` (`id` TINYINT UNSIGNED NOT NULL, `covered` BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`id`))",
 	"INSERT IGNORE INTO `DocketIndexState` (`id`, `covered`) VALUES (0, 0)",
-	"CREATE TABLE IF NOT EXISTS `DocketClaims` (`hash` BINARY(32) NOT NULL, `owner` BIGINT UNSIGNED NOT NULL, `claimed_at` BIGINT NOT NULL, PRIMARY KEY (`hash`)) ENGINE=MEMORY",
+	"CREATE TABLE IF NOT EXISTS `DocketClaims` (`hash` BINARY(32) NOT NULL, `owner` BIGINT UNSIGNED NOT NULL, `claimed_at` BIGINT NOT NULL, PRIMARY KEY (`hash`)) ENGINE=InnoDB",
+	"ALTER TABLE `DocketClaims` ENGINE=InnoDB",
 }
 
 // Migrate brings Docket's tables in db to version: unless the table
