@@ -34,6 +34,9 @@ const ClaimTTL = time.Minute
 // dead writer's other connections may still have a commit in flight.
 const deathGrace = time.Second
 
+// batchTimeout bounds the statements of one batch of claims.
+const batchTimeout = 30 * time.Second
+
 // settleTimeout bounds how long Release waits for the index to cover what
 // the log has sequenced before it gives up and leaves the claim in place.
 const settleTimeout = 15 * time.Second
@@ -395,7 +398,9 @@ func (x *Index) batcher() {
 				break fill
 			}
 		}
-		err := x.claimBatch(context.Background(), batch)
+		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+		err := x.claimBatch(ctx, batch)
+		cancel()
 		for _, r := range batch {
 			if err != nil {
 				r.err = err
