@@ -241,6 +241,37 @@ func TestUnsettledClaim(t *testing.T) {
 	}
 }
 
+// TestCloseKeepsUnsettledClaims: a writer that closes while the index
+// lacks an entry the log sequenced keeps its claims (its entry may be that
+// one); one whose index covers everything sequenced ends them.
+func TestCloseKeepsUnsettledClaims(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sequenced bool // h was sequenced, and is not indexed yet
+		want      int
+	}{{"unsettled", true, 1}, {"settled", false, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			x, db, _ := open(t)
+			h := sha256.Sum256([]byte("entry"))
+			if _, found, err := x.Claim(t.Context(), h); err != nil || found {
+				t.Fatalf("Claim(new h) = found %v, %v; want the claim", found, err)
+			}
+			if tc.sequenced {
+				if _, err := db.Exec("UPDATE TestSeq SET next = 1 WHERE id = 0"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := x.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := db.QueryRow("SELECT COUNT(*) FROM DocketClaims WHERE hash = ?", h[:]).Scan(&n); err != nil || n != tc.want {
+				t.Fatalf("claims on h after Close = %d, %v; want %d", n, err, tc.want)
+			}
+		})
+	}
+}
+
 // TestClaimBatch: claims of one writer made at once share statements,
 // and each gets its own outcome: new hashes are claimed, indexed ones are
 // found at their index, and one another writer holds is waited for.
