@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -64,8 +65,8 @@ const settleTimeout = 15 * time.Second
 // (so that anything the dead writer appended is found, not appended again).
 type Index struct {
 	db    *sql.DB
-	conn  *sql.Conn // held open: its id owns this writer's claims
-	owner uint64
+	conn  *sql.Conn     // held open: its id owns this writer's claims; only the batcher replaces it
+	owner atomic.Uint64 // conn's id
 	// sequenced is a query of one row and column: how many entries the
 	// log has sequenced, committed or not (a locking read).
 	sequenced string
@@ -83,12 +84,13 @@ type Index struct {
 // claimReq is one hash handed to the batcher; the outcome is set before
 // done is closed.
 type claimReq struct {
-	h    [32]byte
-	done chan struct{}
-	out  claimOutcome
-	idx  uint64 // with claimFound
-	at   int64  // with claimMine: the claim's claimed_at
-	err  error
+	h     [32]byte
+	done  chan struct{}
+	out   claimOutcome
+	idx   uint64 // with claimFound
+	at    int64  // with claimMine: the claim's claimed_at
+	owner uint64 // and its owner
+	err   error
 }
 
 type claimOutcome int
@@ -109,30 +111,63 @@ func Open(ctx context.Context, db *sql.DB, sequenced string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &Index{db: db, conn: conn, sequenced: sequenced,
+	x := &Index{db: db, sequenced: sequenced,
 		claims: make(chan *claimReq), stop: make(chan struct{}), done: make(chan struct{})}
+	if err := x.own(ctx, conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("dedup index: %w", err)
+	}
+	go x.batcher()
+	return x, nil
+}
+
+// own makes conn the connection whose id owns this writer's claims from
+// now on.
+func (x *Index) own(ctx context.Context, conn *sql.Conn) error {
 	// The connection stays idle: keep the server from closing it (the
 	// default wait_timeout is 8 hours), which would end this writer's
 	// claims while it holds them.
 	if _, err := conn.ExecContext(ctx, "SET SESSION wait_timeout = 31536000"); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("dedup index: %w", err)
+		return err
 	}
-	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&x.owner); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("dedup index: %w", err)
+	var owner uint64
+	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&owner); err != nil {
+		return err
 	}
-	// A claim's claimed_at is its batch's token: start after any claim an
+	// A claim's claimed_at is its batch's token: go on after any claim an
 	// earlier writer with the same connection id left (a server restart
 	// reuses ids), so that a batch reads back only its own rows.
 	var last sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT MAX(`claimed_at`) FROM `DocketClaims` WHERE `owner` = ?", x.owner).Scan(&last); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("dedup index: %w", err)
+	if err := conn.QueryRowContext(ctx, "SELECT MAX(`claimed_at`) FROM `DocketClaims` WHERE `owner` = ?", owner).Scan(&last); err != nil {
+		return err
 	}
-	x.lastAt = last.Int64
-	go x.batcher()
-	return x, nil
+	x.atMu.Lock()
+	x.lastAt = max(x.lastAt, last.Int64)
+	x.atMu.Unlock()
+	x.conn = conn
+	x.owner.Store(owner)
+	return nil
+}
+
+// reown replaces the owning connection if the server no longer has it (it
+// restarted, or the connection was killed): claims made under a dead
+// owner's id would be taken over by other writers while this one appends
+// them. Claims this writer made before keep the old id, and are settled
+// like a dead writer's.
+func (x *Index) reown(ctx context.Context) error {
+	if err := x.conn.PingContext(ctx); err == nil {
+		return nil
+	}
+	x.conn.Close()
+	conn, err := x.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	if err := x.own(ctx, conn); err != nil {
+		conn.Close()
+		return err
+	}
+	return nil
 }
 
 // Close stops claiming and releases the connection that owns this
@@ -150,7 +185,7 @@ func (x *Index) Close() error {
 		if settled, serr := x.covers(ctx); serr != nil {
 			err = serr
 		} else if settled {
-			_, err = x.db.ExecContext(ctx, "DELETE FROM `DocketClaims` WHERE `owner` = ?", x.owner)
+			_, err = x.db.ExecContext(ctx, "DELETE FROM `DocketClaims` WHERE `owner` = ?", x.owner.Load())
 		}
 		x.closeErr = errors.Join(err, x.conn.Close())
 	})
@@ -367,7 +402,7 @@ func (x *Index) claimBatched(ctx context.Context, h [32]byte) (*claimReq, error)
 			if r.err == nil && r.out == claimMine {
 				// Nothing was appended: the caller never saw the claim. Only
 				// this batch's claim ends, not one a later Claim took over.
-				x.db.Exec("DELETE FROM `DocketClaims` WHERE `hash` = ? AND `owner` = ? AND `claimed_at` = ?", h[:], x.owner, r.at)
+				x.db.Exec("DELETE FROM `DocketClaims` WHERE `hash` = ? AND `owner` = ? AND `claimed_at` = ?", h[:], r.owner, r.at)
 			}
 		}()
 		return nil, ctx.Err()
@@ -399,7 +434,10 @@ func (x *Index) batcher() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-		err := x.claimBatch(ctx, batch)
+		err := x.reown(ctx)
+		if err == nil {
+			err = x.claimBatch(ctx, batch)
+		}
 		cancel()
 		for _, r := range batch {
 			if err != nil {
@@ -441,10 +479,10 @@ func (x *Index) claimBatch(ctx context.Context, batch []*claimReq) error {
 			hashes = append(hashes, r.h)
 		}
 	}
-	at := x.nextAt()
+	at, owner := x.nextAt(), x.owner.Load()
 	args := make([]any, 0, 3*len(hashes))
 	for _, h := range hashes {
-		args = append(args, h[:], x.owner, at)
+		args = append(args, h[:], owner, at)
 	}
 	q := "INSERT IGNORE INTO `DocketClaims` (`hash`, `owner`, `claimed_at`) VALUES " + placeholders("(?, ?, ?)", len(hashes))
 	var res sql.Result
@@ -465,7 +503,7 @@ func (x *Index) claimBatch(ctx context.Context, batch []*claimReq) error {
 		}
 	} else if k > 0 {
 		won, err := x.hashes(ctx, "SELECT `hash`, 0 FROM `DocketClaims` WHERE `owner` = ? AND `claimed_at` = ? AND `hash` IN ("+placeholders("?", len(hashes))+")",
-			append([]any{x.owner, at}, hashArgs(hashes)...)...)
+			append([]any{owner, at}, hashArgs(hashes)...)...)
 		if err != nil {
 			return err
 		}
@@ -488,12 +526,12 @@ func (x *Index) claimBatch(ctx context.Context, batch []*claimReq) error {
 			continue
 		}
 		if mine[r.h] && (i == 0 || batch[i-1].h != r.h) {
-			r.out, r.at = claimMine, at
+			r.out, r.at, r.owner = claimMine, at, owner
 		}
 	}
 	if len(stale) > 0 {
 		if _, err := x.db.ExecContext(ctx, "DELETE FROM `DocketClaims` WHERE `owner` = ? AND `claimed_at` = ? AND `hash` IN ("+placeholders("?", len(stale))+")",
-			append([]any{x.owner, at}, hashArgs(stale)...)...); err != nil {
+			append([]any{owner, at}, hashArgs(stale)...)...); err != nil {
 			return fmt.Errorf("ending claims: %w", err)
 		}
 	}
@@ -560,7 +598,8 @@ func (x *Index) takeOver(ctx context.Context, h [32]byte, d *dead) (bool, error)
 	if d.owner != owner || d.at != at {
 		*d = dead{}
 		expired := time.Since(time.UnixMilli(at)) >= ClaimTTL
-		if !expired && owner != x.owner {
+		self := owner == x.owner.Load()
+		if !expired && !self {
 			var alive int
 			if err := x.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE `ID` = ?", owner).Scan(&alive); err != nil {
 				return false, err
@@ -570,7 +609,7 @@ func (x *Index) takeOver(ctx context.Context, h [32]byte, d *dead) (bool, error)
 			}
 		}
 		*d = dead{owner: owner, at: at, seen: time.Now()}
-		if expired || owner == x.owner {
+		if expired || self {
 			// Whatever the owner committed is long committed, or this
 			// writer's own append has returned.
 			d.seen = d.seen.Add(-deathGrace)
@@ -596,7 +635,7 @@ func (x *Index) takeOver(ctx context.Context, h [32]byte, d *dead) (bool, error)
 		return false, nil // a follower will index the rest soon
 	}
 	r, err := x.db.ExecContext(ctx, "UPDATE `DocketClaims` SET `owner` = ?, `claimed_at` = ? WHERE `hash` = ? AND `owner` = ? AND `claimed_at` = ?",
-		x.owner, x.nextAt(), h[:], owner, at)
+		x.owner.Load(), x.nextAt(), h[:], owner, at)
 	if err != nil {
 		return false, err
 	}
@@ -649,7 +688,7 @@ func (x *Index) settle(ctx context.Context) error {
 
 // end deletes this writer's claim on h.
 func (x *Index) end(ctx context.Context, h [32]byte) error {
-	_, err := x.db.ExecContext(ctx, "DELETE FROM `DocketClaims` WHERE `hash` = ? AND `owner` = ?", h[:], x.owner)
+	_, err := x.db.ExecContext(ctx, "DELETE FROM `DocketClaims` WHERE `hash` = ? AND `owner` = ?", h[:], x.owner.Load())
 	return err
 }
 

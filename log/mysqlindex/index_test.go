@@ -272,6 +272,38 @@ func TestCloseKeepsUnsettledClaims(t *testing.T) {
 	}
 }
 
+// TestReownAfterKill: the server drops the connection whose id owns a
+// writer's claims (a restart, KILL CONNECTION). The writer's next claims
+// must be owned by a connection the server has, or other writers would
+// take them over as a dead writer's while this one appends them.
+func TestReownAfterKill(t *testing.T) {
+	ctx := t.Context()
+	x, db, _ := open(t)
+	owner := func(h [32]byte) uint64 {
+		t.Helper()
+		if _, found, err := x.Claim(ctx, h); err != nil || found {
+			t.Fatalf("Claim(new h) = found %v, %v; want the claim", found, err)
+		}
+		var o uint64
+		if err := db.QueryRow("SELECT owner FROM DocketClaims WHERE hash = ?", h[:]).Scan(&o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	killed := owner(sha256.Sum256([]byte("before")))
+	if _, err := db.Exec("KILL CONNECTION ?", killed); err != nil {
+		t.Fatal(err)
+	}
+	now := owner(sha256.Sum256([]byte("after")))
+	var alive int
+	if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", now).Scan(&alive); err != nil {
+		t.Fatal(err)
+	}
+	if now == killed || alive != 1 {
+		t.Errorf("owner of a claim after the owner's connection was killed = %d (killed %d, alive %d), want a live connection", now, killed, alive)
+	}
+}
+
 // TestClaimBatch: claims of one writer made at once share statements,
 // and each gets its own outcome: new hashes are claimed, indexed ones are
 // found at their index, and one another writer holds is waited for.
