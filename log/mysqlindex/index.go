@@ -150,24 +150,25 @@ func (x *Index) own(ctx context.Context, conn *sql.Conn) error {
 }
 
 // reown replaces the owning connection if the server no longer has it (it
-// restarted, or the connection was killed): claims made under a dead
-// owner's id would be taken over by other writers while this one appends
-// them. Claims this writer made before keep the old id, and are settled
-// like a dead writer's.
-func (x *Index) reown(ctx context.Context) error {
+// restarted, or the connection was killed), and reports whether it did.
+// The claims are inserted on that connection, so a claim is never made
+// under the id of a connection the server has dropped: other writers would
+// take it over as a dead writer's while this one appends it. Claims this
+// writer made before keep the old id, and are settled like a dead writer's.
+func (x *Index) reown(ctx context.Context) (bool, error) {
 	if err := x.conn.PingContext(ctx); err == nil {
-		return nil
+		return false, nil
 	}
 	x.conn.Close()
 	conn, err := x.db.Conn(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := x.own(ctx, conn); err != nil {
 		conn.Close()
-		return err
+		return false, err
 	}
-	return nil
+	return true, nil
 }
 
 // Close stops claiming and releases the connection that owns this
@@ -434,9 +435,16 @@ func (x *Index) batcher() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-		err := x.reown(ctx)
-		if err == nil {
-			err = x.claimBatch(ctx, batch)
+		err := x.claimBatch(ctx, batch)
+		if err != nil {
+			// The owning connection may be gone: then take a new one and
+			// try once more. Rows the failed INSERT may have written keep
+			// the dead id, and are settled as a dead writer's.
+			if replaced, rerr := x.reown(ctx); rerr != nil {
+				err = errors.Join(err, rerr)
+			} else if replaced {
+				err = x.claimBatch(ctx, batch)
+			}
 		}
 		cancel()
 		for _, r := range batch {
@@ -488,7 +496,7 @@ func (x *Index) claimBatch(ctx context.Context, batch []*claimReq) error {
 	var res sql.Result
 	var err error
 	for try := 0; ; try++ {
-		res, err = x.db.ExecContext(ctx, q, args...)
+		res, err = x.conn.ExecContext(ctx, q, args...)
 		if !isDeadlock(err) || try == deadlocks {
 			break
 		}
@@ -540,7 +548,7 @@ func (x *Index) claimBatch(ctx context.Context, batch []*claimReq) error {
 
 // hashes runs a query of (hash, index) rows and returns them as a map.
 func (x *Index) hashes(ctx context.Context, q string, args ...any) (map[[32]byte]uint64, error) {
-	rows, err := x.db.QueryContext(ctx, q, args...)
+	rows, err := x.conn.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
