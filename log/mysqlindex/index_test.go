@@ -304,6 +304,43 @@ func TestReownAfterKill(t *testing.T) {
 	}
 }
 
+// TestMigrateMovesClaimsToDisk: a database of schema version 1 kept the
+// claims in memory, where a server restart loses them; migrating it makes
+// the table InnoDB, and a new database gets one at once.
+func TestMigrateMovesClaimsToDisk(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v1   bool
+	}{{"version 1", true}, {"new", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			db, err := mysqlindex.Connect(ctx, mysqltest.Database(t), 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if tc.v1 {
+				for _, q := range []string{
+					"CREATE TABLE `DocketClaims` (`hash` BINARY(32) NOT NULL, `owner` BIGINT UNSIGNED NOT NULL, `claimed_at` BIGINT NOT NULL, PRIMARY KEY (`hash`)) ENGINE=MEMORY",
+					"CREATE TABLE `DocketSchema` (`id` TINYINT UNSIGNED NOT NULL, `version` BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`id`))",
+					"INSERT INTO `DocketSchema` VALUES (0, 1)",
+				} {
+					if _, err := db.Exec(q); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := mysqlindex.Migrate(ctx, db, 2, mysqlindex.Schema); err != nil {
+				t.Fatal(err)
+			}
+			var engine string
+			if err := db.QueryRow("SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'DocketClaims'").Scan(&engine); err != nil || engine != "InnoDB" {
+				t.Errorf("DocketClaims' engine after Migrate = %q, %v; want InnoDB", engine, err)
+			}
+		})
+	}
+}
+
 // TestClaimBatch: claims of one writer made at once share statements,
 // and each gets its own outcome: new hashes are claimed, indexed ones are
 // found at their index, and one another writer holds is waited for.
