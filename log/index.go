@@ -47,7 +47,9 @@ type leafHash = [32]byte
 // entry: Claim returns the entry's index if the index holds it (waiting
 // while another live writer holds the claim), or found false once this
 // process holds the claim. Add ends the claims on the
-// hashes it records; Release ends one whose append failed.
+// hashes it records; Release ends one whose append failed, but only once
+// it knows the entry was not appended after all (a commit whose answer was
+// lost may have appended it): until then the claim stays.
 type Claimer interface {
 	Claim(ctx context.Context, h [32]byte) (index uint64, found bool, err error)
 	Release(ctx context.Context, h [32]byte) error

@@ -12,6 +12,7 @@
 # and versitygw in a temporary directory. Usage (from the repository root):
 #
 #	[BATCH=16] sh cmd/docket-load/bench-aws.sh [RATES] [DURATION] [CLIENTS] [LONE]
+#	ROUNDS=N [BATCH=16] [OLD=docket-log] [PPROF=dir] sh cmd/docket-load/bench-aws.sh , [DURATION] [CLIENTS,...] [LONE]
 set -eu
 RATES=${1:-250,500,1000}
 DURATION=${2:-10s}
@@ -65,9 +66,129 @@ for b in docket-bench1 docket-bench2 tessera-bench; do
 done
 "$DOCKET_S3_SERVER" --version 2>/dev/null | head -n 1 || true
 
+# tessera_aws PORT: Tessera's AWS conformance server on the database
+# tessera and the bucket tessera-bench, 1s checkpoints.
+tessera_aws() {
+	"$W/aws" -bucket tessera-bench -db_name tessera -db_host 127.0.0.1 -db_port "$DB_PORT" -db_user bench -db_password benchpw \
+		-s3_endpoint "$S3" -s3_access_key "$AWS_ACCESS_KEY_ID" -s3_secret "$AWS_SECRET_ACCESS_KEY" \
+		-signer "$(cat "$W/tessera.key")" -publish_interval 1s -listen "127.0.0.1:$1" 2>"$W/tessera.err" &
+}
+cpu_us() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d\n", ($14 + $15) * 1000000 / hz }' "/proc/$1/stat"; }
+# dbstat: the database's counters that a run's deltas are taken of.
+DBSTATS="'Questions','Com_select','Com_insert','Com_insert_select','Com_update','Com_delete','Com_commit','Innodb_data_fsyncs','Innodb_row_lock_waits'"
+dbstat() { mariadb --socket="$W/sock" -uroot -N -e "SHOW GLOBAL STATUS WHERE Variable_name IN ($DBSTATS)" | sort; }
+
+# With ROUNDS set: docket-log -storage aws and Tessera's AWS conformance
+# server (counted until published) both started once, then measured in
+# turn, round after round, at each client count in CLIENTS (a list): single
+# adds and, for each size in BATCH, the batch form; each row with the CPU
+# time per answered entry of the server, of mariadbd and of the S3 server,
+# and the database's statements and InnoDB fsyncs per entry (the deltas of
+# SHOW GLOBAL STATUS over the run; the idle server's few ticks included).
+# Then LONE lone writes to each; then reads of tiles and entry bundles
+# (64 clients), in turn, from the bucket docket-log wrote and from
+# docket-log on POSIX, ROUNDS times each. With OLD set to a docket-log binary, that
+# binary is measured too, with single adds, on a database and bucket of
+# its own (before and after, in one run). LOGARGS are more arguments of
+# the docket-log measured (-v), ERRLOG a file for its log. With PPROF set (a directory), a 30 s CPU
+# profile of docket-log is taken from the start of its first run at the last client
+# count.
+interleaved() {
+	"$W/docket-log" $AWSLOG -mysql-dsn "$(DSN docket1)" -s3-bucket docket-bench1 -storage-dir "$W/d1" -listen 127.0.0.1:17790 \
+		-pprof 127.0.0.1:17796 ${LOGARGS:-} >/dev/null 2>"${ERRLOG:-$W/d1.err}" &
+	DOCKET=$!; PIDS="$PIDS $DOCKET"
+	"$W/docket-load" -keygen "$W/tessera.key"
+	tessera_aws 17791
+	RAW=$!; PIDS="$PIDS $RAW"
+	targets=3
+	if [ -n "${OLD:-}" ]; then
+		mariadb --socket="$W/sock" -uroot -e "CREATE DATABASE docketold"
+		s3 -X PUT "$S3/docket-old"
+		"$OLD" $AWSLOG -mysql-dsn "$(DSN docketold)" -s3-bucket docket-old -storage-dir "$W/old" -listen 127.0.0.1:17797 >/dev/null 2>"$W/old.err" &
+		OLDPID=$!; PIDS="$PIDS $OLDPID"
+		wait_up http://127.0.0.1:17797/health
+		targets=4
+	fi
+	wait_up http://127.0.0.1:17790/health
+	wait_up "$S3/tessera-bench/checkpoint"
+	uptime
+	echo "| target | offered/s | sent | ok | 503 | other | sustained/s | p50 ms | p90 ms | p99 ms | max ms | server CPU µs/entry | mariadbd µs/entry | S3 µs/entry | statements/entry | fsyncs/entry |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	for round in $(seq "$ROUNDS"); do
+		for n in $(echo "$CLIENTS" | tr , ' '); do
+			# Each round starts at another target, so that what one run
+			# leaves behind weighs on all alike.
+			for j in $(seq 0 $((targets - 1))); do
+				case $(( (j + round - 1) % targets )) in
+				0) run "$DOCKET" "docket-log-aws, $n clients (round $round)" -url http://127.0.0.1:17790 -clients "$n" ;;
+				1) for b in $(echo "$BATCH" | tr , ' '); do
+					run "$DOCKET" "docket-log-aws, $b per request, $((n / b)) clients (round $round)" -url http://127.0.0.1:17790 \
+						-batch "$b" -clients $(( (n + b - 1) / b ))
+				done ;;
+				2) run "$RAW" "tessera-aws until published, $n clients (round $round)" -url http://127.0.0.1:17791 \
+					-checkpoint-url "$S3/tessera-bench" -mode tessera-published -clients "$n" ;;
+				3) run "$OLDPID" "docket-log-aws OLD, $n clients (round $round)" -url http://127.0.0.1:17797 -clients "$n" ;;
+				esac
+			done
+		done
+		uptime
+	done
+	"$W/docket-load" -url http://127.0.0.1:17790 -label "docket-log-aws" -rates , -clients 0 -lone "$LONE" | tail -n 1
+	"$W/docket-load" -url http://127.0.0.1:17791 -checkpoint-url "$S3/tessera-bench" -mode tessera-published \
+		-label "tessera-aws, until published" -rates , -clients 0 -lone "$LONE" | tail -n 1
+	kill $RAW ${OLDPID:-}
+
+	# Reads, in turn: the bucket docket-log -storage aws wrote, served by
+	# the S3 server, and a POSIX log loaded to about the same size, served
+	# by docket-log.
+	"$W/docket-log" -key "$W/log.key" -storage-dir "$W/posix" -max-inflight 8192 -max-conns 8192 -listen 127.0.0.1:17795 >/dev/null 2>"$W/posix.err" &
+	PIDS="$PIDS $!"
+	wait_up http://127.0.0.1:17795/checkpoint
+	size=$(curl -s "$S3/docket-bench1/checkpoint" | sed -n 2p)
+	while [ "$(curl -s http://127.0.0.1:17795/checkpoint | sed -n 2p)" -lt "$size" ]; do
+		"$W/docket-load" -url http://127.0.0.1:17795 -rates , -duration "$DURATION" -clients 2000 -bodies "$BODIES" >/dev/null
+	done
+	for u in "$S3/docket-bench1" http://127.0.0.1:17795; do printf '%s: %s entries\n' "$u" "$(curl -s "$u/checkpoint" | sed -n 2p)"; done
+	echo "| target | clients | requests | ok | other | requests/s | p50 ms | p90 ms | p99 ms | max ms |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
+	for round in $(seq "$ROUNDS"); do
+		"$W/docket-load" -mode reads -url "$S3/docket-bench1" -label "reads: S3 server (round $round)" -clients 64 -duration "$DURATION" | tail -n 1
+		"$W/docket-load" -mode reads -url http://127.0.0.1:17795 -label "reads: docket-log -storage posix (round $round)" -clients 64 -duration "$DURATION" | tail -n 1
+	done
+}
+
+# run PID LABEL ARGS...: one closed-loop row, then the CPU per answered
+# entry of the server PID, mariadbd and the S3 server, and the database's
+# statements and InnoDB fsyncs per entry.
+run() {
+	pid=$1; label=$2; shift 2
+	c0=$(cpu_us "$pid"); m0=$(cpu_us "$DB_PID"); s0=$(cpu_us "$S3_PID"); dbstat >"$W/st0"
+	prof=""
+	if [ -n "${PPROF:-}" ] && [ ! -e "$PPROF/docket-log.pprof" ] && [ "$pid" = "$DOCKET" ] && [ "$n" = "${CLIENTS##*,}" ]; then
+		mkdir -p "$PPROF"
+		curl -s -o "$PPROF/docket-log.pprof" "http://127.0.0.1:17796/debug/pprof/profile?seconds=30" &
+		prof=$!
+	fi
+	"$W/docket-load" -label "$label" -rates , -duration "$DURATION" -bodies "$BODIES" "$@" | tail -n 1 >"$W/row"
+	c1=$(cpu_us "$pid"); m1=$(cpu_us "$DB_PID"); s1=$(cpu_us "$S3_PID"); dbstat >"$W/st1"
+	if [ -n "$prof" ]; then wait "$prof"; fi
+	st=$(join "$W/st0" "$W/st1" | awk '{ d[$1] = $3 - $2 } END { printf "%d %d", d["Questions"], d["Innodb_data_fsyncs"] }')
+	awk -F'|' -v us=$((c1 - c0)) -v db=$((m1 - m0)) -v s3=$((s1 - s0)) -v st="$st" '{
+		ok = $5 + 0; split(st, q, " ")
+		if (ok == 0) { printf "%s - | - | - | - | - |\n", $0; next }
+		printf "%s %d | %d | %d | %.2f | %.3f |\n", $0, us / ok, db / ok, s3 / ok, q[1] / ok, q[2] / ok
+	}' "$W/row"
+	if [ -n "${DBSTATS_OUT:-}" ]; then echo "$label" >>"$DBSTATS_OUT"; join "$W/st0" "$W/st1" | awk '{ print "  " $1, $3 - $2 }' >>"$DBSTATS_OUT"; fi
+}
+
 wait_up() { for _ in $(seq 600); do curl -sf "$1" >/dev/null && return 0; sleep 0.05; done; echo "$1 did not start" >&2; exit 1; }
 "$W/docket" keygen -log bench.example/log -o "$W/log.key" >/dev/null
 AWSLOG="-key $W/log.key -storage aws -s3-endpoint $S3 -max-inflight 8192 -max-conns 8192"
+
+if [ -n "${ROUNDS:-}" ]; then
+	interleaved
+	exit 0
+fi
 
 # docket-log -storage aws: fixed rates, the closed loop, lone writes.
 "$W/docket-log" $AWSLOG -mysql-dsn "$(DSN docket1)" -s3-bucket docket-bench1 -storage-dir "$W/d1" -listen 127.0.0.1:17790 >/dev/null 2>"$W/d1.err" &
@@ -84,9 +205,7 @@ kill $P; wait $P 2>/dev/null || true
 # Tessera's AWS conformance server on the same MariaDB and S3 server, 1s
 # checkpoints; its checkpoint is read from its bucket.
 "$W/docket-load" -keygen "$W/tessera.key"
-"$W/aws" -bucket tessera-bench -db_name tessera -db_host 127.0.0.1 -db_port "$DB_PORT" -db_user bench -db_password benchpw \
-	-s3_endpoint "$S3" -s3_access_key "$AWS_ACCESS_KEY_ID" -s3_secret "$AWS_SECRET_ACCESS_KEY" \
-	-signer "$(cat "$W/tessera.key")" -publish_interval 1s -listen 127.0.0.1:17791 2>"$W/tessera.err" &
+tessera_aws 17791
 P=$!; PIDS="$PIDS $P"
 wait_up "$S3/tessera-bench/checkpoint"
 "$W/docket-load" -url http://127.0.0.1:17791 -mode tessera -label tessera-aws -rates "$RATES" -duration "$DURATION" -clients "$CLIENTS" | tail -n +3

@@ -48,7 +48,8 @@ const HighWaterFile = "aws-high-water"
 // SchemaVersion is the version of Docket's tables in the database,
 // recorded in DocketSchema. Tessera's AWS driver creates and versions its
 // own tables (Tessera, SeqCoord, Seq, IntCoord, PubCoord, GCCoord).
-const SchemaVersion = 1
+// Version 2 keeps the dedup index's claims on disk (see mysqlindex.Schema).
+const SchemaVersion = 2
 
 // Options configure Open.
 type Options struct {

@@ -10,8 +10,9 @@ import (
 
 // SchemaVersion is the version of Docket's schema that this package writes
 // and reads, recorded in the DocketSchema table. Tessera's own tables carry
-// Tessera's compatibility version (the Tessera table).
-const SchemaVersion = 1
+// Tessera's compatibility version (the Tessera table). Version 2 keeps the
+// dedup index's claims on disk (see mysqlindex.Schema).
+const SchemaVersion = 2
 
 // tesseraSchema is the schema of Tessera v1.0.4's MySQL driver
 // (storage/mysql/schema.sql), which its New expects and does not create.
@@ -24,7 +25,7 @@ var tesseraSchema = []string{
 	"CREATE TABLE IF NOT EXISTS `TiledLeaves` (`tile_index` BIGINT UNSIGNED NOT NULL, `size` SMALLINT UNSIGNED NOT NULL, `data` LONGBLOB NOT NULL, PRIMARY KEY (`tile_index`))",
 }
 
-// docketSchema is version 1 of Docket's own tables: the dedup index's
+// docketSchema is Docket's own tables: the dedup index's
 // (mysqlindex.Schema) and the DocketPublishSlack trigger (see PublishSlack).
 var docketSchema = append(mysqlindex.Schema[:len(mysqlindex.Schema):len(mysqlindex.Schema)],
 	fmt.Sprintf("CREATE TRIGGER IF NOT EXISTS `DocketPublishSlack` BEFORE INSERT ON `Checkpoint` FOR EACH ROW SET NEW.`published_at` = NEW.`published_at` - %d", PublishSlack.Milliseconds()))

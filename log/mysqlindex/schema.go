@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	gomysql "github.com/go-sql-driver/mysql"
 )
@@ -47,16 +48,17 @@ func Connect(ctx context.Context, dsn string, n int) (*sql.DB, error) {
 //   - DocketLeaves: leaf hash → first index, unique on the hash;
 //   - DocketIndexState: how many entries, from 0, DocketLeaves covers;
 //   - DocketClaims: the hashes that a writer is appending right now, so
-//     that two docket-log processes never append the same entry (a claim
-//     is deleted once the transaction that indexes its entry has
-//     committed). A claim need not outlive its writer, nor a server
-//     restart: the table is in memory (ENGINE=MEMORY), so claiming costs
-//     no log flush.
+//     that two docket-log processes never append the same entry. A claim
+//     ends in the transaction that indexes its entry, or once its writer
+//     knows the entry was not appended; it must survive a server restart
+//     (a commit whose answer a restart lost may have appended it), so the
+//     table is InnoDB. Version 1 had it in memory (ENGINE=MEMORY): Migrate
+//     converts it (with ALTER, needed only then).
 var Schema = []string{
 	"CREATE TABLE IF NOT EXISTS `DocketLeaves` (`hash` BINARY(32) NOT NULL, `idx` BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`hash`), KEY `idx` (`idx`))",
 	"CREATE TABLE IF NOT EXISTS `DocketIndexState` (`id` TINYINT UNSIGNED NOT NULL, `covered` BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`id`))",
 	"INSERT IGNORE INTO `DocketIndexState` (`id`, `covered`) VALUES (0, 0)",
-	"CREATE TABLE IF NOT EXISTS `DocketClaims` (`hash` BINARY(32) NOT NULL, `owner` BIGINT UNSIGNED NOT NULL, `claimed_at` BIGINT NOT NULL, PRIMARY KEY (`hash`)) ENGINE=MEMORY",
+	"CREATE TABLE IF NOT EXISTS `DocketClaims` (`hash` BINARY(32) NOT NULL, `owner` BIGINT UNSIGNED NOT NULL, `claimed_at` BIGINT NOT NULL, PRIMARY KEY (`hash`)) ENGINE=InnoDB",
 }
 
 // Migrate brings Docket's tables in db to version: unless the table
@@ -95,6 +97,17 @@ func Migrate(ctx context.Context, db *sql.DB, version int64, stmts []string) err
 	for _, s := range stmts {
 		if _, err := conn.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("creating the schema: %w", err)
+		}
+	}
+	// Version 1 kept the claims in memory.
+	var engine string
+	err = conn.QueryRowContext(ctx, "SELECT `ENGINE` FROM information_schema.TABLES WHERE `TABLE_SCHEMA` = DATABASE() AND `TABLE_NAME` = 'DocketClaims'").Scan(&engine)
+	if err != nil && err != sql.ErrNoRows {
+		return err
+	}
+	if err == nil && !strings.EqualFold(engine, "InnoDB") {
+		if _, err := conn.ExecContext(ctx, "ALTER TABLE `DocketClaims` ENGINE=InnoDB"); err != nil {
+			return fmt.Errorf("moving the claims to disk (ALTER TABLE DocketClaims ENGINE=InnoDB, once, as a user with ALTER): %w", err)
 		}
 	}
 	_, err = conn.ExecContext(ctx, "REPLACE INTO `DocketSchema` (`id`, `version`) VALUES (0, ?)", version)
