@@ -33,13 +33,21 @@ func TestBrowser(t *testing.T) {
 	}
 	script, _ := filepath.Abs("testdata/browser.mjs")
 	// ES modules resolve packages from the script's directory upwards, so
-	// run a copy beside the modules.
-	copyPath := filepath.Join(filepath.Dir(modules), "docket-explorer-browser.mjs")
+	// run a copy beside the modules, named for this run: another run of
+	// the test (another checkout) may be using that directory at once.
 	b, _ := os.ReadFile(script)
-	if err := os.WriteFile(copyPath, b, 0o644); err != nil {
+	cp, err := os.CreateTemp(filepath.Dir(modules), "docket-explorer-browser-*.mjs")
+	if err != nil {
 		t.Fatal(err)
 	}
+	copyPath := cp.Name()
 	t.Cleanup(func() { os.Remove(copyPath) })
+	if _, err := cp.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	f := newFixture(t, 10_000, 4)
 	e, srv := newExplorer(t, dirFetcher(t, f.Dir), f.Verifier, "")
