@@ -238,12 +238,31 @@ func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
 		return err
 	}
 	defer w.newSession.Close()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO entries (idx, leaf, hash, issuer, session, seq, iseq, kind, event, tool, decision, reason,
-		policies, at, issued, prev, dech, enforced, hw, final, head, err) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	// Rows go in insertBatch at a time, one statement each: a statement's
+	// fixed cost (binding, running, ending it, and database/sql's own) is
+	// paid once per batch rather than per row.
+	batch, err := tx.PrepareContext(ctx, insertEntries(insertBatch))
 	if err != nil {
 		return err
 	}
-	defer ins.Close()
+	defer batch.Close()
+	args := make([]any, 0, insertBatch*entryColumns)
+	flushRows := func(final bool) error {
+		if len(args) == 0 || (!final && len(args) < insertBatch*entryColumns) {
+			return nil
+		}
+		var err error
+		if len(args) == insertBatch*entryColumns {
+			_, err = batch.ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, insertEntries(len(args)/entryColumns), args...)
+		}
+		if err != nil {
+			return fmt.Errorf("indexing entries %d to %d: %w", args[0], args[len(args)-entryColumns], err)
+		}
+		args = args[:0]
+		return nil
+	}
 	for _, r := range rows {
 		w.kinds[r.Kind]++
 		if r.Kind == kindDecision && !r.Enforced {
@@ -289,10 +308,14 @@ func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
 		if !r.Enforced {
 			enforced = 0
 		}
-		if _, err := ins.ExecContext(ctx, r.Index, r.Leaf, nullBytes(r.Hash), issuer, session, r.Seq, r.ISeq, r.Kind, r.Event, r.Tool,
-			r.Decision, r.Reason, r.Policies, r.At, r.Issued, nullBytes(r.Prev), nullBytes(r.DecHash), enforced, r.HW, r.Final, nullBytes(r.Head), r.Err); err != nil {
-			return fmt.Errorf("indexing entry %d: %w", r.Index, err)
+		args = append(args, r.Index, r.Leaf, nullBytes(r.Hash), issuer, session, r.Seq, r.ISeq, r.Kind, r.Event, r.Tool,
+			r.Decision, r.Reason, r.Policies, r.At, r.Issued, nullBytes(r.Prev), nullBytes(r.DecHash), enforced, r.HW, r.Final, nullBytes(r.Head), r.Err)
+		if err := flushRows(false); err != nil {
+			return err
 		}
+	}
+	if err := flushRows(true); err != nil {
+		return err
 	}
 	if err := w.flush(); err != nil {
 		return err
@@ -307,6 +330,28 @@ func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// insertBatch is how many rows one INSERT adds; entryColumns is how many
+// columns each has (insertBatch*entryColumns stays well below SQLite's
+// 32,766 parameters).
+const (
+	insertBatch  = 64
+	entryColumns = 22
+)
+
+// insertEntries is an INSERT of n rows into entries.
+func insertEntries(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO entries (idx, leaf, hash, issuer, session, seq, iseq, kind, event, tool, decision, reason,
+		policies, at, issued, prev, dech, enforced, hw, final, head, err) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?" + strings.Repeat(",?", entryColumns-1) + ")")
+	}
+	return b.String()
 }
 
 func nullBytes(b []byte) any {
