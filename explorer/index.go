@@ -464,35 +464,63 @@ func (s *sessionState) add(r *row) {
 }
 
 func (w *writer) flush() error {
-	for _, s := range w.sessions {
-		if _, err := w.tx.ExecContext(w.ctx, `UPDATE sessions SET n = ?, first = ?, last = ? WHERE id = ?`, s.n, s.first, s.last, s.id); err != nil {
+	// Each statement is prepared once for all the rows it writes: a
+	// chunk touches hundreds of sessions and hours.
+	upsert := func(query string, rows func(exec func(args ...any) error) error) error {
+		st, err := w.tx.PrepareContext(w.ctx, query)
+		if err != nil {
 			return err
 		}
-	}
-	for id, c := range w.counts {
-		if _, err := w.tx.ExecContext(w.ctx, `UPDATE issuers SET n = n + ?, allow_n = allow_n + ?, deny_n = deny_n + ?, ask_n = ask_n + ? WHERE id = ?`,
-			c.n, c.allow, c.deny, c.ask, id); err != nil {
+		defer st.Close()
+		return rows(func(args ...any) error {
+			_, err := st.ExecContext(w.ctx, args...)
 			return err
-		}
+		})
 	}
-	for k, n := range w.kinds {
-		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO kinds (kind, n) VALUES (?, ?) ON CONFLICT (kind) DO UPDATE SET n = n + excluded.n`, k, n); err != nil {
-			return err
-		}
-	}
-	for b, sp := range w.spans {
-		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO spans (bundle, lo, hi) VALUES (?, ?, ?)
-			ON CONFLICT (bundle) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)`, b, sp.lo, sp.hi); err != nil {
-			return err
-		}
-	}
-	for k, n := range w.hours {
-		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO hourly (hour, issuer, outcome, n) VALUES (?, ?, ?, ?)
-			ON CONFLICT (hour, issuer, outcome) DO UPDATE SET n = n + excluded.n`, k.hour, k.issuer, k.outcome, n); err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(
+		upsert(`UPDATE sessions SET n = ?, first = ?, last = ? WHERE id = ?`, func(exec func(...any) error) error {
+			for _, s := range w.sessions {
+				if err := exec(s.n, s.first, s.last, s.id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		upsert(`UPDATE issuers SET n = n + ?, allow_n = allow_n + ?, deny_n = deny_n + ?, ask_n = ask_n + ? WHERE id = ?`, func(exec func(...any) error) error {
+			for id, c := range w.counts {
+				if err := exec(c.n, c.allow, c.deny, c.ask, id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		upsert(`INSERT INTO kinds (kind, n) VALUES (?, ?) ON CONFLICT (kind) DO UPDATE SET n = n + excluded.n`, func(exec func(...any) error) error {
+			for k, n := range w.kinds {
+				if err := exec(k, n); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		upsert(`INSERT INTO spans (bundle, lo, hi) VALUES (?, ?, ?)
+			ON CONFLICT (bundle) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)`, func(exec func(...any) error) error {
+			for b, sp := range w.spans {
+				if err := exec(b, sp.lo, sp.hi); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		upsert(`INSERT INTO hourly (hour, issuer, outcome, n) VALUES (?, ?, ?, ?)
+			ON CONFLICT (hour, issuer, outcome) DO UPDATE SET n = n + excluded.n`, func(exec func(...any) error) error {
+			for k, n := range w.hours {
+				if err := exec(k.hour, k.issuer, k.outcome, n); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+	)
 }
 
 // hashRef is "sha256:" + hex of a 32-byte hash, or "".
