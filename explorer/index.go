@@ -70,7 +70,7 @@ CREATE TABLE IF NOT EXISTS witnesses (name TEXT PRIMARY KEY, size INTEGER NOT NU
 
 func openIndex(ctx context.Context, path string) (*index, error) {
 	q := url.Values{}
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)", "cache_size(-32000)"} {
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)", "cache_size(-32000)", "temp_store(MEMORY)"} {
 		q.Add("_pragma", p)
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
@@ -238,12 +238,31 @@ func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
 		return err
 	}
 	defer w.newSession.Close()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO entries (idx, leaf, hash, issuer, session, seq, iseq, kind, event, tool, decision, reason,
-		policies, at, issued, prev, dech, enforced, hw, final, head, err) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	// Rows go in insertBatch at a time, one statement each: a statement's
+	// fixed cost (binding, running, ending it, and database/sql's own) is
+	// paid once per batch rather than per row.
+	batch, err := tx.PrepareContext(ctx, insertEntries(insertBatch))
 	if err != nil {
 		return err
 	}
-	defer ins.Close()
+	defer batch.Close()
+	args := make([]any, 0, insertBatch*entryColumns)
+	flushRows := func(final bool) error {
+		if len(args) == 0 || (!final && len(args) < insertBatch*entryColumns) {
+			return nil
+		}
+		var err error
+		if len(args) == insertBatch*entryColumns {
+			_, err = batch.ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, insertEntries(len(args)/entryColumns), args...)
+		}
+		if err != nil {
+			return fmt.Errorf("indexing entries %d to %d: %w", args[0], args[len(args)-entryColumns], err)
+		}
+		args = args[:0]
+		return nil
+	}
 	for _, r := range rows {
 		w.kinds[r.Kind]++
 		if r.Kind == kindDecision && !r.Enforced {
@@ -289,10 +308,14 @@ func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
 		if !r.Enforced {
 			enforced = 0
 		}
-		if _, err := ins.ExecContext(ctx, r.Index, r.Leaf, nullBytes(r.Hash), issuer, session, r.Seq, r.ISeq, r.Kind, r.Event, r.Tool,
-			r.Decision, r.Reason, r.Policies, r.At, r.Issued, nullBytes(r.Prev), nullBytes(r.DecHash), enforced, r.HW, r.Final, nullBytes(r.Head), r.Err); err != nil {
-			return fmt.Errorf("indexing entry %d: %w", r.Index, err)
+		args = append(args, r.Index, r.Leaf, nullBytes(r.Hash), issuer, session, r.Seq, r.ISeq, r.Kind, r.Event, r.Tool,
+			r.Decision, r.Reason, r.Policies, r.At, r.Issued, nullBytes(r.Prev), nullBytes(r.DecHash), enforced, r.HW, r.Final, nullBytes(r.Head), r.Err)
+		if err := flushRows(false); err != nil {
+			return err
 		}
+	}
+	if err := flushRows(true); err != nil {
+		return err
 	}
 	if err := w.flush(); err != nil {
 		return err
@@ -307,6 +330,28 @@ func (x *index) commit(ctx context.Context, rows []*row, st *state) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// insertBatch is how many rows one INSERT adds; entryColumns is how many
+// columns each has (insertBatch*entryColumns stays well below SQLite's
+// 32,766 parameters).
+const (
+	insertBatch  = 64
+	entryColumns = 22
+)
+
+// insertEntries is an INSERT of n rows into entries.
+func insertEntries(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO entries (idx, leaf, hash, issuer, session, seq, iseq, kind, event, tool, decision, reason,
+		policies, at, issued, prev, dech, enforced, hw, final, head, err) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?" + strings.Repeat(",?", entryColumns-1) + ")")
+	}
+	return b.String()
 }
 
 func nullBytes(b []byte) any {
@@ -419,35 +464,63 @@ func (s *sessionState) add(r *row) {
 }
 
 func (w *writer) flush() error {
-	for _, s := range w.sessions {
-		if _, err := w.tx.ExecContext(w.ctx, `UPDATE sessions SET n = ?, first = ?, last = ? WHERE id = ?`, s.n, s.first, s.last, s.id); err != nil {
+	// Each statement is prepared once for all the rows it writes: a
+	// chunk touches hundreds of sessions and hours.
+	upsert := func(query string, rows func(exec func(args ...any) error) error) error {
+		st, err := w.tx.PrepareContext(w.ctx, query)
+		if err != nil {
 			return err
 		}
-	}
-	for id, c := range w.counts {
-		if _, err := w.tx.ExecContext(w.ctx, `UPDATE issuers SET n = n + ?, allow_n = allow_n + ?, deny_n = deny_n + ?, ask_n = ask_n + ? WHERE id = ?`,
-			c.n, c.allow, c.deny, c.ask, id); err != nil {
+		defer st.Close()
+		return rows(func(args ...any) error {
+			_, err := st.ExecContext(w.ctx, args...)
 			return err
-		}
+		})
 	}
-	for k, n := range w.kinds {
-		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO kinds (kind, n) VALUES (?, ?) ON CONFLICT (kind) DO UPDATE SET n = n + excluded.n`, k, n); err != nil {
-			return err
-		}
-	}
-	for b, sp := range w.spans {
-		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO spans (bundle, lo, hi) VALUES (?, ?, ?)
-			ON CONFLICT (bundle) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)`, b, sp.lo, sp.hi); err != nil {
-			return err
-		}
-	}
-	for k, n := range w.hours {
-		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO hourly (hour, issuer, outcome, n) VALUES (?, ?, ?, ?)
-			ON CONFLICT (hour, issuer, outcome) DO UPDATE SET n = n + excluded.n`, k.hour, k.issuer, k.outcome, n); err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(
+		upsert(`UPDATE sessions SET n = ?, first = ?, last = ? WHERE id = ?`, func(exec func(...any) error) error {
+			for _, s := range w.sessions {
+				if err := exec(s.n, s.first, s.last, s.id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		upsert(`UPDATE issuers SET n = n + ?, allow_n = allow_n + ?, deny_n = deny_n + ?, ask_n = ask_n + ? WHERE id = ?`, func(exec func(...any) error) error {
+			for id, c := range w.counts {
+				if err := exec(c.n, c.allow, c.deny, c.ask, id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		upsert(`INSERT INTO kinds (kind, n) VALUES (?, ?) ON CONFLICT (kind) DO UPDATE SET n = n + excluded.n`, func(exec func(...any) error) error {
+			for k, n := range w.kinds {
+				if err := exec(k, n); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		upsert(`INSERT INTO spans (bundle, lo, hi) VALUES (?, ?, ?)
+			ON CONFLICT (bundle) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)`, func(exec func(...any) error) error {
+			for b, sp := range w.spans {
+				if err := exec(b, sp.lo, sp.hi); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		upsert(`INSERT INTO hourly (hour, issuer, outcome, n) VALUES (?, ?, ?, ?)
+			ON CONFLICT (hour, issuer, outcome) DO UPDATE SET n = n + excluded.n`, func(exec func(...any) error) error {
+			for k, n := range w.hours {
+				if err := exec(k.hour, k.issuer, k.outcome, n); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+	)
 }
 
 // hashRef is "sha256:" + hex of a 32-byte hash, or "".

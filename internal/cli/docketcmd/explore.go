@@ -36,7 +36,7 @@ Options:
     -listen ADDR   where to serve (default 127.0.0.1:7390)
     -state DIR     where to keep the index (default: the user cache
                    directory, one per log and key)
-`
+` + profileOptions
 
 func runExplore(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("explore", exploreUsage, stderr)
@@ -44,9 +44,16 @@ func runExplore(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	lf.register(fs)
 	listen := fs.String("listen", "127.0.0.1:7390", "")
 	stateDir := fs.String("state", "", "")
+	var pf profileFlags
+	pf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
+	stopProfile, ok := pf.run(stderr, "explore")
+	if !ok {
+		return 2
+	}
+	defer stopProfile()
 	f, v, err := lf.open()
 	if err != nil {
 		errorf(stderr, "explore: %v", err)
