@@ -26,8 +26,11 @@ import (
 // audit of a grown log reads only the new entries.
 //
 // Memory, for N entries of which T are receipts of tool calls (a tool name
-// or tool input hash), X executions and L links not settled as added (an
-// entry out of chain order): 64·N + 36·T + 36·X + 36·L bytes, in arrays
+// or tool input hash), X executions (Xs of them settled as added: their
+// decision among their session's recentLinks latest entries) and L links
+// not settled as added (an entry out of chain order): 64·N + 36·T + 36·X +
+// 36·L − 64·Xs bytes (an execution settled keeps 8 bytes, not its 36-byte
+// link, and no call print when its print is its decision's), in arrays
 // mapped outside the Go heap (reserve), plus 4.5·N while findings are
 // computed (a permutation sorted three ways, and hash buckets), plus the
 // interned issuers and sessions (their names, at most ~138 bytes each
