@@ -75,6 +75,20 @@ func TestAuditState(t *testing.T) {
 			l.Add(t, is.Leaf(x))
 			return c
 		}, []string{KindUnlinkedExecution, KindWithheld}},
+		// s1's execution was settled as added: its call print is read
+		// from its decision's, through the state's acted.bin.
+		{"an execution of an execution read before, same call", func(t *testing.T, l *tlogtest.POSIXLog, is *tlogtest.Issuer, c []Chain) []Chain {
+			x := is.Sign("s1", receipts.Payload{Type: receipts.TypeDecision, HookEvent: "PostToolUse", ToolName: "Bash", ToolInputHash: "sha256:Bash",
+				Decision: receipts.Allow, DecisionReceiptHash: receipts.ChainHash(c[0].Receipts[2])})
+			l.Add(t, is.Leaf(x))
+			return c
+		}, []string{KindWithheld}},
+		{"an execution of an execution read before, another call", func(t *testing.T, l *tlogtest.POSIXLog, is *tlogtest.Issuer, c []Chain) []Chain {
+			x := is.Sign("s1", receipts.Payload{Type: receipts.TypeDecision, HookEvent: "PostToolUse", ToolName: "Bash", ToolInputHash: "sha256:other",
+				Decision: receipts.Allow, DecisionReceiptHash: receipts.ChainHash(c[0].Receipts[2])})
+			l.Add(t, is.Leaf(x))
+			return c
+		}, []string{KindUnlinkedExecution, KindWithheld}},
 	}
 	for _, tt := range tests {
 		for _, old := range []bool{false, true} {
