@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -180,8 +179,7 @@ func Run(ctx context.Context, cfg Config, chains []Chain) ([]Finding, error) {
 	}
 	for _, idx := range unlogged {
 		r := &l.recs[idx]
-		x, _ := slices.BinarySearchFunc(l.execs, uint32(idx), func(x link, p uint32) int { return cmp.Compare(x.pos, p) })
-		if r.flags&flagLinkHash != 0 && ps.has(l, perm, inLog, l.execs[x].hash) {
+		if r.flags&flagLinkHash != 0 && ps.has(l, perm, inLog, l.linkHash(uint32(idx))) {
 			continue
 		}
 		rr := l.record(idx)

@@ -26,8 +26,11 @@ import (
 // audit of a grown log reads only the new entries.
 //
 // Memory, for N entries of which T are receipts of tool calls (a tool name
-// or tool input hash), X executions and L links not settled as added (an
-// entry out of chain order): 64·N + 36·T + 36·X + 36·L bytes, in arrays
+// or tool input hash), X executions (Xs of them settled as added: their
+// decision among their session's recentLinks latest entries) and L links
+// not settled as added (an entry out of chain order): 64·N + 36·T + 36·X +
+// 36·L − 64·Xs bytes (an execution settled keeps 8 bytes, not its 36-byte
+// link, and no call print when its print is its decision's), in arrays
 // mapped outside the Go heap (reserve), plus 4.5·N while findings are
 // computed (a permutation sorted three ways, and hash buckets), plus the
 // interned issuers and sessions (their names, at most ~138 bytes each
@@ -38,8 +41,9 @@ import (
 // from the log the entries of the findings listed (unmediated.go).
 type ledger struct {
 	recs  []rec
-	calls []call // receipts of tool calls, by pos
-	execs []link // executions, by pos
+	calls []call     // receipts of tool calls, by pos, but for elided ones (fp)
+	execs []link     // executions whose decision was not settled as added, by pos
+	acted []resolved // executions whose decision was, by pos
 
 	issuerIDs map[string]uint32
 	issuers   []issuerInfo
@@ -71,6 +75,7 @@ func (l *ledger) reserve(n uint64) {
 	l.recs = remap(l, l.recs, n)
 	l.calls = remap(l, l.calls, n)
 	l.execs = remap(l, l.execs, n)
+	l.acted = remap(l, l.acted, n)
 }
 
 func remap[T any](l *ledger, s []T, n uint64) []T {
@@ -89,7 +94,7 @@ func (l *ledger) free() {
 		release()
 	}
 	l.release = nil
-	l.recs, l.calls, l.execs = nil, nil, nil
+	l.recs, l.calls, l.execs, l.acted = nil, nil, nil, nil
 }
 
 // rec is what the ledger keeps of one log entry: 64 bytes. Its
@@ -119,6 +124,18 @@ type link struct {
 	hash [32]byte
 }
 
+// resolved is an execution whose decision_receipt_hash is the chain hash of
+// an entry added before it, at dpos: its link is recs[dpos].hash (8 bytes
+// instead of a link's 36). When its call fingerprint is dpos's and dpos's
+// is in calls, it is not in calls itself (fp).
+type resolved struct {
+	pos, dpos uint32
+}
+
+// recentLinks is how many of a session's latest entries an execution's
+// decision is looked for among as it is added.
+const recentLinks = 4
+
 type sessKey struct {
 	issuer uint32
 	name   string
@@ -143,6 +160,9 @@ type sessionInfo struct {
 	hasLast  bool
 	ended    bool
 	top      chainTop // of the session's chain
+	// recent holds the positions+1 of its latest entries (0: none), the
+	// decisions an execution added next most likely links; not saved.
+	recent [recentLinks]uint32
 }
 
 // chainTop is, for one chain (an issuer's session, or its receipts without
@@ -169,7 +189,7 @@ const (
 	flagPrevHash               // previousReceiptHash is "sha256:" and 64 hex digits
 	flagCall                   // has a call record
 	flagExecution              // PostToolUse or PostToolUseFailure
-	flagLinkHash               // an execution whose decision_receipt_hash is a chain hash, in execs
+	flagLinkHash               // an execution whose decision_receipt_hash is a chain hash, in execs or acted
 	flagDeny                   // decision "deny"
 	flagIssuerCP               // an issuer checkpoint
 	flagSessionEnd             // a session_end
@@ -370,12 +390,40 @@ func (l *ledger) add(p parsed) {
 	}
 	l.link(&r, pos, p.prev)
 	l.recs = append(l.recs, r)
-	if r.flags&flagCall != 0 {
+	elided := false
+	if r.flags&flagLinkHash != 0 {
+		if d, ok := l.recent(r.session, p.link); ok {
+			l.acted = append(l.acted, resolved{pos, d})
+			// The execution's fingerprint is its decision's, which calls
+			// holds: fp reads it there.
+			dfp, stored := l.storedFP(d)
+			elided = r.flags&flagCall != 0 && stored && dfp == p.fp
+		} else {
+			l.execs = append(l.execs, link{pos, p.link})
+		}
+	}
+	if r.flags&flagCall != 0 && !elided {
 		l.calls = append(l.calls, call{pos, p.fp})
 	}
-	if r.flags&flagLinkHash != 0 {
-		l.execs = append(l.execs, link{pos, p.link})
+	if r.session != 0 {
+		rc := &l.sessions[r.session].recent
+		copy(rc[1:], rc[:recentLinks-1])
+		rc[0] = pos + 1
 	}
+}
+
+// recent returns the latest of the recent entries of session whose chain
+// hash is h, if any.
+func (l *ledger) recent(session uint32, h [32]byte) (uint32, bool) {
+	if session == 0 {
+		return 0, false
+	}
+	for _, p := range l.sessions[session].recent {
+		if p != 0 && l.recs[p-1].hash == h {
+			return p - 1, true
+		}
+	}
+	return 0, false
 }
 
 // link settles the chain link of r, the entry at pos whose
@@ -434,12 +482,43 @@ func (l *ledger) intern(kid string) uint32 {
 	return id
 }
 
+// fp returns the call fingerprint of the entry at pos, if it has one:
+// from calls, or, for an execution whose fingerprint was its decision's
+// (add), its decision's.
 func (l *ledger) fp(pos uint32) ([32]byte, bool) {
+	if fp, ok := l.storedFP(pos); ok || l.recs[pos].flags&flagCall == 0 {
+		return fp, ok
+	}
+	if d, ok := l.actedOn(pos); ok {
+		return l.storedFP(d)
+	}
+	return [32]byte{}, false
+}
+
+func (l *ledger) storedFP(pos uint32) ([32]byte, bool) {
 	i, ok := slices.BinarySearchFunc(l.calls, pos, func(c call, p uint32) int { return cmp.Compare(c.pos, p) })
 	if !ok {
 		return [32]byte{}, false
 	}
 	return l.calls[i].fp, true
+}
+
+func (l *ledger) actedOn(pos uint32) (uint32, bool) {
+	i, ok := slices.BinarySearchFunc(l.acted, pos, func(x resolved, p uint32) int { return cmp.Compare(x.pos, p) })
+	if !ok {
+		return 0, false
+	}
+	return l.acted[i].dpos, true
+}
+
+// linkHash returns the decision_receipt_hash of the execution at pos,
+// which has flagLinkHash.
+func (l *ledger) linkHash(pos uint32) [32]byte {
+	if d, ok := l.actedOn(pos); ok {
+		return l.recs[d].hash
+	}
+	x, _ := slices.BinarySearchFunc(l.execs, pos, func(x link, p uint32) int { return cmp.Compare(x.pos, p) })
+	return l.execs[x].hash
 }
 
 // byHash returns the positions of the valid entries, sorted by chain hash
@@ -577,8 +656,7 @@ func (l *ledger) analyse(s *selection, ps *presentedSet, perm []uint32, out *fin
 		var dpos uint32
 		ok := false
 		if r.flags&flagLinkHash != 0 {
-			x, _ := slices.BinarySearchFunc(l.execs, pos, func(x link, p uint32) int { return cmp.Compare(x.pos, p) })
-			dpos, ok = lookup(l.execs[x].hash)
+			dpos, ok = lookup(l.linkHash(pos))
 		}
 		if !ok {
 			unlogged = append(unlogged, idx)

@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"cmp"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
@@ -227,8 +226,7 @@ func (lg *logged) fromLog(rs [][]byte) ([]uint32, []string) {
 			if r.flags&flagLinkHash == 0 || r.flags&decisionFlags == 0 {
 				return nil, nil
 			}
-			x, _ := slices.BinarySearchFunc(l.execs, p, func(x link, p uint32) int { return cmp.Compare(x.pos, p) })
-			d, ok := decisions[l.execs[x].hash]
+			d, ok := decisions[l.linkHash(p)]
 			if !ok {
 				return nil, nil
 			}

@@ -302,3 +302,69 @@ func TestChainLinksAsAdded(t *testing.T) {
 		})
 	}
 }
+
+// TestExecutionLinksAsAdded checks what the ledger keeps of executions and
+// calls, settled as entries are added (acted) or not (execs), against what
+// each entry holds: every execution's decision_receipt_hash (linkHash) and
+// every call's fingerprint (fp) read back as parsed, whatever the order of
+// the log; and an execution of its session's recent decision on the same
+// call keeps neither (8 bytes in acted).
+func TestExecutionLinksAsAdded(t *testing.T) {
+	a := newChainSigner(t)
+	chain := a.chain(t, stStart, stDecision("Bash", "allow"), stExec("Bash", "allow", "@1"), stDecision("Read", "deny"), stEnd)
+	far := a.chain(t, stStart, stDecision("Bash", "allow"), stDecision("Read", "allow"), stDecision("Write", "allow"),
+		stDecision("Grep", "allow"), stDecision("Glob", "allow"), stExec("Bash", "allow", "@1"), stExec("Read", "allow", "@2"), stEnd)
+	other := a.chain(t, stStart, stDecision("Bash", "allow"), stExec("Write", "allow", "@1"), stExec("Write", "allow", "@2"), stExec("Bash", "allow", "@1"), stEnd)
+	noSession := a.chain(t, with(stStart, "session_id", nil), with(stDecision("Bash", "allow"), "session_id", nil), with(stExec("Bash", "allow", "@1"), "session_id", nil))
+	elsewhere := a.chain(t, with(stStart, "session_id", "u"), with(stExec("Bash", "allow", "x"), "session_id", "u", "decision_receipt_hash", receipts.ChainHash(chain[1])))
+	rev := func(rs [][]byte) [][]byte { rs = slices.Clone(rs); slices.Reverse(rs); return rs }
+	tests := []struct {
+		name   string
+		log    [][]byte
+		elided int // calls not kept in calls, their fingerprint their decision's
+	}{
+		{"in order", chain, 1},
+		{"reversed", rev(chain), 0},
+		{"decision out of the recent ones", far, 0},
+		{"other call, execution of an execution, repeated", other, 2},
+		{"repeated decision", [][]byte{chain[0], chain[1], chain[1], chain[2], chain[2]}, 2},
+		{"no session", noSession, 0},
+		{"decision in another session", append(slices.Clone(chain), elsewhere...), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLedger()
+			var ps []parsed
+			calls := 0
+			for _, r := range tt.log {
+				leaf, err := receipts.NewEntry(a.pub, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := parseLedgerEntry(leaf)
+				if p.bad != nil {
+					t.Fatal(p.bad)
+				}
+				ps = append(ps, p)
+				l.add(p)
+				if p.r.flags&flagCall != 0 {
+					calls++
+				}
+			}
+			for i, p := range ps {
+				fp, ok := l.fp(uint32(i))
+				if ok != (p.r.flags&flagCall != 0) || ok && fp != p.fp {
+					t.Errorf("fp(%d) = %x, %v, want %x, %v", i, fp, ok, p.fp, p.r.flags&flagCall != 0)
+				}
+				if p.r.flags&flagLinkHash != 0 {
+					if got := l.linkHash(uint32(i)); got != p.link {
+						t.Errorf("linkHash(%d) = %x, want %x", i, got, p.link)
+					}
+				}
+			}
+			if got := calls - len(l.calls); got != tt.elided {
+				t.Errorf("calls elided = %d, want %d", got, tt.elided)
+			}
+		})
+	}
+}

@@ -39,6 +39,8 @@ type auditState struct {
 	execs  int
 	// pending links saved (version 4)
 	pending int
+	// executions settled as added saved (version 5)
+	acted int
 	// relinked: the records were loaded from a state before version 4 and
 	// linked again; the next save writes them all
 	relinked bool
@@ -53,7 +55,9 @@ type stateFile struct {
 	// FactsFrom is the first record saved with version 3's flags.
 	FactsFrom uint64 `json:"facts_from,omitempty"`
 	// Pending counts the records of pending.bin (version 4).
-	Pending  int           `json:"pending,omitempty"`
+	Pending int `json:"pending,omitempty"`
+	// Acted counts the records of acted.bin (version 5).
+	Acted    int           `json:"acted,omitempty"`
 	Execs    int           `json:"execs"`
 	Issuers  []issuerJSON  `json:"issuers,omitempty"`
 	Sessions []sessionJSON `json:"sessions,omitempty"`
@@ -115,7 +119,13 @@ type badJSON struct {
 // Version 4: records keep no previousReceiptHash (bytes 32 to 64 are zero)
 // but flagFirst…flagBroken, chains their tops, and pending.bin the links
 // not settled; an older state's records are linked again as they load.
-const stateVersion = 4
+// Version 5: acted.bin holds the executions whose decision was settled as
+// they were added (ledger.acted), execs.bin only the others, and calls.bin
+// lacks the fingerprints fp reads from their decisions; an older state,
+// whose execs.bin and calls.bin hold them all, reads as it is.
+const stateVersion = 5
+
+const actedSize = 8
 
 const (
 	recSize  = 96
@@ -136,7 +146,7 @@ func openState(dir string, capacity uint64) (*auditState, error) {
 		return nil, fmt.Errorf("audit state: %w", err)
 	}
 	var sf stateFile
-	if err := json.Unmarshal(b, &sf); err != nil || sf.Version != stateVersion && sf.Version != 2 && sf.Version != 3 {
+	if err := json.Unmarshal(b, &sf); err != nil || (sf.Version < 2 || sf.Version > stateVersion) {
 		return nil, fmt.Errorf("audit state %s: not a state this docket wrote (%v)", dir, err)
 	}
 	if st.rng, err = RestoreRange(sf.Size, sf.Range); err != nil {
@@ -145,6 +155,9 @@ func openState(dir string, capacity uint64) (*auditState, error) {
 	st.size, st.cp, st.calls, st.execs = sf.Size, sf.Checkpoint, sf.Calls, sf.Execs
 	if sf.Version >= 4 {
 		st.pending = sf.Pending
+	}
+	if sf.Version >= 5 {
+		st.acted = sf.Acted
 	}
 	st.relinked = sf.Version < 4
 	l := st.ledger
@@ -207,6 +220,16 @@ func openState(dir string, capacity uint64) (*auditState, error) {
 	if err == nil {
 		err = readRecords(filepath.Join(dir, "execs.bin"), sf.Execs, callSize, func(b []byte) error {
 			l.execs = append(l.execs, link{binary.LittleEndian.Uint32(b), [32]byte(b[4:36])})
+			return nil
+		})
+	}
+	if err == nil {
+		err = readRecords(filepath.Join(dir, "acted.bin"), st.acted, actedSize, func(b []byte) error {
+			x := resolved{binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:])}
+			if x.dpos >= x.pos || uint64(x.pos) >= sf.Size {
+				return errors.New("acted.bin links an execution to an entry not before it")
+			}
+			l.acted = append(l.acted, x)
 			return nil
 		})
 	}
@@ -326,10 +349,17 @@ func (st *auditState) save(cp []byte, size uint64) error {
 			copy(b[4:], x.hash[:])
 		})
 	}
+	if err == nil {
+		err = appendRecords(filepath.Join(st.dir, "acted.bin"), uint64(st.acted), actedSize, len(l.acted)-st.acted, func(i int, b []byte) {
+			x := &l.acted[st.acted+i]
+			binary.LittleEndian.PutUint32(b, x.pos)
+			binary.LittleEndian.PutUint32(b[4:], x.dpos)
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("saving audit state: %w", err)
 	}
-	sf := stateFile{Version: stateVersion, Checkpoint: string(cp), Size: size, Range: st.rng.Hashes(), Calls: len(l.calls), Execs: len(l.execs), FactsFrom: l.factsFrom, Pending: len(l.pending)}
+	sf := stateFile{Version: stateVersion, Checkpoint: string(cp), Size: size, Range: st.rng.Hashes(), Calls: len(l.calls), Execs: len(l.execs), FactsFrom: l.factsFrom, Pending: len(l.pending), Acted: len(l.acted)}
 	for _, is := range l.issuers {
 		sf.Issuers = append(sf.Issuers, issuerJSON{KID: is.kid, PublicKey: is.pub, Top: topOf(is.top), Legacy: is.legacy, HighWater: is.highWater, Checkpoint: is.checkpoint, HasCP: is.hasCP})
 	}
@@ -349,7 +379,7 @@ func (st *auditState) save(cp []byte, size uint64) error {
 	if err := durable.WriteFile(filepath.Join(st.dir, "state.json"), b, 0o644); err != nil {
 		return fmt.Errorf("saving audit state: %w", err)
 	}
-	st.size, st.cp, st.calls, st.execs, st.pending = size, string(cp), len(l.calls), len(l.execs), len(l.pending)
+	st.size, st.cp, st.calls, st.execs, st.pending, st.acted = size, string(cp), len(l.calls), len(l.execs), len(l.pending), len(l.acted)
 	st.relinked = false
 	return nil
 }

@@ -75,6 +75,20 @@ func TestAuditState(t *testing.T) {
 			l.Add(t, is.Leaf(x))
 			return c
 		}, []string{KindUnlinkedExecution, KindWithheld}},
+		// s1's execution was settled as added: its call print is read
+		// from its decision's, through the state's acted.bin.
+		{"an execution of an execution read before, same call", func(t *testing.T, l *tlogtest.POSIXLog, is *tlogtest.Issuer, c []Chain) []Chain {
+			x := is.Sign("s1", receipts.Payload{Type: receipts.TypeDecision, HookEvent: "PostToolUse", ToolName: "Bash", ToolInputHash: "sha256:Bash",
+				Decision: receipts.Allow, DecisionReceiptHash: receipts.ChainHash(c[0].Receipts[2])})
+			l.Add(t, is.Leaf(x))
+			return c
+		}, []string{KindWithheld}},
+		{"an execution of an execution read before, another call", func(t *testing.T, l *tlogtest.POSIXLog, is *tlogtest.Issuer, c []Chain) []Chain {
+			x := is.Sign("s1", receipts.Payload{Type: receipts.TypeDecision, HookEvent: "PostToolUse", ToolName: "Bash", ToolInputHash: "sha256:other",
+				Decision: receipts.Allow, DecisionReceiptHash: receipts.ChainHash(c[0].Receipts[2])})
+			l.Add(t, is.Leaf(x))
+			return c
+		}, []string{KindUnlinkedExecution, KindWithheld}},
 	}
 	for _, tt := range tests {
 		for _, old := range []bool{false, true} {
@@ -118,7 +132,9 @@ func TestAuditState(t *testing.T) {
 
 // toVersion2 makes a saved state look as a docket before version 3 wrote
 // it: no issuer keys nor chain tops, records that hold their entries'
-// previousReceiptHash and lack the flags of versions 3 and 4.
+// previousReceiptHash and lack the flags of versions 3 and 4, and
+// calls.bin and execs.bin that hold every call and every execution's link
+// (no acted.bin, version 5).
 func toVersion2(t *testing.T, dir string, f Fetcher) {
 	t.Helper()
 	name := filepath.Join(dir, "state.json")
@@ -130,7 +146,7 @@ func toVersion2(t *testing.T, dir string, f Fetcher) {
 	if err := json.Unmarshal(b, &sf); err != nil {
 		t.Fatal(err)
 	}
-	sf.Version, sf.FactsFrom, sf.Pending = 2, 0, 0
+	sf.Version, sf.FactsFrom, sf.Pending, sf.Acted = 2, 0, 0, 0
 	for i := range sf.Issuers {
 		sf.Issuers[i].PublicKey, sf.Issuers[i].Top = nil, nil
 	}
@@ -151,11 +167,27 @@ func toVersion2(t *testing.T, dir string, f Fetcher) {
 		}
 		leaves = append(leaves, b...)
 	}
+	var calls, execs []byte
+	sf.Calls, sf.Execs = 0, 0
 	for i := 0; i+recSize <= len(recs); i += recSize {
 		p := parseLedgerEntry(leaves[i/recSize])
 		copy(recs[i+32:], p.prev[:])
 		flags := binary.LittleEndian.Uint32(recs[i+88:])
 		binary.LittleEndian.PutUint32(recs[i+88:], flags&^(flagAllow|flagRef|flagIDMismatch|flagOtherKey|flagFirst|flagLinked|flagBroken))
+		pos := binary.LittleEndian.AppendUint32(nil, uint32(i/recSize))
+		if p.r.flags&flagCall != 0 {
+			calls = append(append(calls, pos...), p.fp[:]...)
+			sf.Calls++
+		}
+		if p.r.flags&flagLinkHash != 0 {
+			execs = append(append(execs, pos...), p.link[:]...)
+			sf.Execs++
+		}
+	}
+	for name, b := range map[string][]byte{"calls.bin": calls, "execs.bin": execs, "acted.bin": nil} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if b, err = json.Marshal(sf); err != nil {
 		t.Fatal(err)
