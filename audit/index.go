@@ -263,25 +263,28 @@ func (p *prover) entry(ctx context.Context, idx uint64) (leaf string, inclusion 
 
 // IndexSummary is what VerifyIssuerIndex establishes.
 type IndexSummary struct {
-	Entries int
+	Entries int `json:"entries"`
 	// Complete is the issuer_sequence up to which the issuer's logged
 	// receipts are contiguous (1..Complete all present).
-	Complete int64
+	Complete int64 `json:"complete"`
 	// HighWater is the highest issuer_high_water of the issuer's own
 	// issuer_checkpoint receipts in the index: Complete >= HighWater means
 	// nothing the issuer counted up to then is missing.
-	HighWater int64
+	HighWater int64 `json:"high_water"`
+	// Legacy counts entries without issuer_sequence, whose completeness
+	// cannot be judged.
+	Legacy int `json:"legacy"`
 	// Gaps are the ranges of issuer_sequence numbers missing below the
 	// highest present, in order: one per run of missing numbers, however
 	// long, so that a summary is as large as the index at most.
-	Gaps []Gap
-	// Legacy counts entries without issuer_sequence, whose completeness
-	// cannot be judged.
-	Legacy int
+	Gaps []Gap `json:"gaps"`
 }
 
 // A Gap is a run of missing numbers, From to To inclusive.
-type Gap struct{ From, To int64 }
+type Gap struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+}
 
 func (g Gap) String() string {
 	if g.From == g.To {

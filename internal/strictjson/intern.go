@@ -12,12 +12,12 @@ func intern(b []byte) (s string, v any, ok bool) {
 	if i < 0 {
 		return "", nil, false
 	}
-	return internedNames[i], internedValues[i], true
+	v = internedValues[i]
+	return v.(string), v, true
 }
 
-// internIndex returns the index of b in internedNames, -1 when it is not
-// there; internedValues holds the same strings in the same order
-// (TestInternTables).
+// internIndex returns the index of b in internedValues, -1 when it is not
+// there (TestInternTables).
 func internIndex(b []byte) int {
 	switch string(b) {
 	case "public_key":
@@ -134,65 +134,6 @@ func internIndex(b []byte) int {
 		return 55
 	}
 	return -1
-}
-
-var internedNames = [...]string{
-	"public_key",
-	"receipt",
-	"payload",
-	"signature",
-	"alg",
-	"kid",
-	"sig",
-	"type",
-	"spec",
-	"issued_at",
-	"issuer_id",
-	"session_id",
-	"sequence",
-	"previousReceiptHash",
-	"hook_event",
-	"agent",
-	"tool_name",
-	"tool_use_id",
-	"tool_input_hash",
-	"tool_output_hash",
-	"decision",
-	"reason",
-	"policy_digest",
-	"policy_ids",
-	"decision_receipt_hash",
-	"hook_latency_ms",
-	"tool_duration_ms",
-	"lifecycle_event",
-	"issuer_sequence",
-	"final_sequence",
-	"head_hash",
-	"issuer_high_water",
-	"open_sessions",
-	"pic_proposal_digest",
-	"model",
-	"enforced",
-	"transcript_hash",
-	"transcript_position",
-	"tool_ran",
-	"confinement",
-	"tool_input_commitment",
-	"digest",
-	"mechanism",
-	"EdDSA",
-	"protectmcp:decision",
-	"protectmcp:lifecycle",
-	"draft-farley-acta-signed-receipts-04",
-	"allow",
-	"deny",
-	"require_approval",
-	"PreToolUse",
-	"PostToolUse",
-	"PostToolUseFailure",
-	"SessionStart",
-	"SessionEnd",
-	"executed",
 }
 
 var internedValues = [...]any{

@@ -165,21 +165,10 @@ func runVerifyIndex(_ context.Context, args []string, _ io.Reader, stdout, stder
 		return 2
 	}
 	if *asJSON {
-		type gap struct {
-			From int64 `json:"from"`
-			To   int64 `json:"to"`
+		if s.Gaps == nil {
+			s.Gaps = []audit.Gap{} // "gaps": [], not null
 		}
-		gaps := make([]gap, len(s.Gaps))
-		for i, g := range s.Gaps {
-			gaps[i] = gap{g.From, g.To}
-		}
-		b, _ := json.Marshal(struct {
-			Entries   int   `json:"entries"`
-			Complete  int64 `json:"complete"`
-			HighWater int64 `json:"high_water"`
-			Legacy    int   `json:"legacy"`
-			Gaps      []gap `json:"gaps"`
-		}{s.Entries, s.Complete, s.HighWater, s.Legacy, gaps})
+		b, _ := json.Marshal(s)
 		fmt.Fprintf(stdout, "%s\n", b)
 		return min(len(s.Gaps), 1)
 	}
