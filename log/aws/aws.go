@@ -28,6 +28,7 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/api/layout"
@@ -157,10 +158,17 @@ func Open(ctx context.Context, opts Options) (*Storage, error) {
 		MaxIdleConns: 16,
 		HTTPClient:   opts.HTTPClient,
 	}
-	if opts.Endpoint != "" || opts.SDKConfig != nil {
-		// Tessera takes the SDK's default configuration unless it is given
-		// one, and then prints a warning that this is not AWS.
-		s.tcfg.SDKConfig, s.tcfg.S3Options = &sdk, s3opts
+	// Tessera's S3 client is this package's configuration (the SDK's
+	// default chain unless Options name another), with a hook that tells
+	// the reader at once when this writer published a checkpoint. Given a
+	// configuration, Tessera logs at start that it runs in "non-AWS mode":
+	// it cannot tell that this one is AWS's own.
+	r := &reader{bucket: s.bucket, db: db, guard: s.guard}
+	cpKey := s.bucket.key(layout.CheckpointPath)
+	s.tcfg.SDKConfig = &sdk
+	s.tcfg.S3Options = func(o *s3.Options) {
+		s3opts(o)
+		o.APIOptions = append(o.APIOptions, afterPut(cpKey, r.ownPublished))
 	}
 	if s.tessera, err = taws.New(ctx, s.tcfg); err != nil {
 		return nil, fmt.Errorf("tessera storage: %w", err)
@@ -169,7 +177,6 @@ func Open(ctx context.Context, opts Options) (*Storage, error) {
 	if !isAppender {
 		return nil, fmt.Errorf("tessera storage: %T has no appender", s.tessera)
 	}
-	r := &reader{bucket: s.bucket, db: db, guard: s.guard}
 	s.Driver = &driver{t: t, r: r, g: s.guard, db: db, logger: opts.Logger}
 	// Tessera's AWS driver sequences a batch in a transaction that locks
 	// the SeqCoord row; the index waits for it (see mysqlindex.Open).
@@ -297,6 +304,22 @@ func (d *driver) Appender(ctx context.Context, opts *tessera.AppendOptions) (*te
 	if _, err := d.db.ExecContext(ctx, publishSlack); err != nil {
 		d.logger.Warn("could not create the publication trigger DocketPublishSlack (see deploy/aws.md): a lone write may wait a second longer for its checkpoint", "err", err)
 	}
+	// More integrators: see Integrators.
+	o := *opts
+	o.WithGarbageCollectionInterval(0)
+	go func() {
+		for i := 1; i < Integrators; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(integrationTick / Integrators):
+			}
+			if _, _, err := d.t.Appender(ctx, &o); err != nil {
+				d.logger.Warn("could not start another integrator: a lone write may wait longer for its checkpoint", "err", err)
+				return
+			}
+		}
+	}()
 	add := a.Add
 	a.Add = func(ctx context.Context, e *tessera.Entry) tessera.IndexFuture {
 		if err := d.g.Tripped(); err != nil {
@@ -305,6 +328,37 @@ func (d *driver) Appender(ctx context.Context, opts *tessera.AppendOptions) (*te
 		return add(ctx, e)
 	}
 	return a, d.r, nil
+}
+
+// Integrators is how many of Tessera's integration loops a writer runs,
+// started integrationTick/Integrators apart. Tessera's AWS driver
+// integrates what was sequenced once a second (a fixed ticker of each
+// appender; Tessera's own server has one), and publishes after each
+// integration that grew the tree: so a lone write waited up to a second
+// for the tick before its integration, S3 writes, witness round and
+// upload. Each further appender of the driver is another loop with its own
+// ticker; integrations are serialised by Tessera's IntCoord row, so they
+// share the work rather than repeat it, and the wait for the next tick is
+// at most integrationTick/Integrators. Only the first appender takes
+// entries or collects garbage.
+const Integrators = 3
+
+// integrationTick is the period of Tessera's integration loop.
+const integrationTick = time.Second
+
+// afterPut returns an S3 client option that calls f after each successful
+// PutObject of key.
+func afterPut(key string, f func()) func(*middleware.Stack) error {
+	return func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("DocketAfterPut",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				out, md, err := next.HandleInitialize(ctx, in)
+				if p, ok := in.Parameters.(*s3.PutObjectInput); ok && err == nil && awssdk.ToString(p.Key) == key {
+					f()
+				}
+				return out, md, err
+			}), middleware.After)
+	}
 }
 
 // queryUint runs a query of one unsigned integer. A missing table or row
