@@ -16,12 +16,15 @@ package aws
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,8 +52,9 @@ const HighWaterFile = "aws-high-water"
 // SchemaVersion is the version of Docket's tables in the database,
 // recorded in DocketSchema. Tessera's AWS driver creates and versions its
 // own tables (Tessera, SeqCoord, Seq, IntCoord, PubCoord, GCCoord).
-// Version 2 keeps the dedup index's claims on disk (see mysqlindex.Schema).
-const SchemaVersion = 2
+// Version 2 keeps the dedup index's claims on disk (see mysqlindex.Schema);
+// version 3 adds the fence tables.
+const SchemaVersion = 3
 
 // Options configure Open.
 type Options struct {
@@ -150,10 +154,20 @@ func Open(ctx context.Context, opts Options) (*Storage, error) {
 		return nil, err
 	}
 
+	// Each of Tessera's connections carries this writer's id, which the
+	// fence trigger checks in each sequencing transaction.
+	writer, err := writerID()
+	if err != nil {
+		return nil, err
+	}
+	tdsn, err := withWriter(opts.DSN, writer)
+	if err != nil {
+		return nil, err
+	}
 	s.tcfg = taws.Config{
 		Bucket:       opts.Bucket,
 		BucketPrefix: opts.Prefix,
-		DSN:          opts.DSN,
+		DSN:          tdsn,
 		MaxOpenConns: 16,
 		MaxIdleConns: 16,
 		HTTPClient:   opts.HTTPClient,
@@ -177,12 +191,12 @@ func Open(ctx context.Context, opts Options) (*Storage, error) {
 	if !isAppender {
 		return nil, fmt.Errorf("tessera storage: %T has no appender", s.tessera)
 	}
-	s.Driver = &driver{t: t, r: r, g: s.guard, db: db, logger: opts.Logger}
 	// Tessera's AWS driver sequences a batch in a transaction that locks
 	// the SeqCoord row; the index waits for it (see mysqlindex.Open).
-	if s.Index, err = mysqlindex.Open(ctx, db, "SELECT `next` FROM `SeqCoord` WHERE `id` = 0 LOCK IN SHARE MODE"); err != nil {
+	if s.Index, err = mysqlindex.Open(ctx, db, "SELECT `next` FROM `SeqCoord` WHERE `id` = 0 LOCK IN SHARE MODE", writer); err != nil {
 		return nil, fmt.Errorf("dedup index: %w", err)
 	}
+	s.Driver = &driver{t: t, r: r, g: s.guard, db: db, idx: s.Index, logger: opts.Logger}
 	ok = true
 	return s, nil
 }
@@ -285,6 +299,7 @@ type driver struct {
 	r      *reader
 	g      *restore.Guard
 	db     *sql.DB
+	idx    *mysqlindex.Index
 	logger *slog.Logger
 }
 
@@ -303,6 +318,9 @@ func (d *driver) Appender(ctx context.Context, opts *tessera.AppendOptions) (*te
 	// log_bin_trust_function_creators) leaves the log working.
 	if _, err := d.db.ExecContext(ctx, publishSlack); err != nil {
 		d.logger.Warn("could not create the publication trigger DocketPublishSlack (see deploy/aws.md): a lone write may wait a second longer for its checkpoint", "err", err)
+	}
+	if _, err := d.db.ExecContext(ctx, fenceTrigger); err != nil {
+		d.logger.Warn("could not create the fence trigger DocketFence (see deploy/aws.md): a writer that lost its database connection in the middle of an append may append an entry another writer appends too", "err", err)
 	}
 	// More integrators: see Integrators.
 	o := *opts
@@ -325,7 +343,13 @@ func (d *driver) Appender(ctx context.Context, opts *tessera.AppendOptions) (*te
 		if err := d.g.Tripped(); err != nil {
 			return func() (tessera.Index, error) { return tessera.Index{}, err }
 		}
-		return add(ctx, e)
+		f := add(ctx, e)
+		h := [32]byte(e.LeafHash())
+		return func() (tessera.Index, error) {
+			i, err := f()
+			d.idx.Appended(h)
+			return i, err
+		}
 	}
 	return a, d.r, nil
 }
@@ -359,6 +383,32 @@ func afterPut(key string, f func()) func(*middleware.Stack) error {
 				return out, md, err
 			}), middleware.After)
 	}
+}
+
+// writerID returns a random id for this writer in the fence tables: not 0,
+// and below 2^62, so that it is a plain integer in any SQL dialect.
+func writerID() (uint64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("a writer id: %w", err)
+	}
+	return binary.BigEndian.Uint64(b[:])>>2 | 1, nil
+}
+
+// withWriter returns dsn with the session variable @docket_writer set to
+// writer on each connection.
+func withWriter(dsn string, writer uint64) (string, error) {
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("mysql dsn: %w", err)
+	}
+	params := make(map[string]string, len(cfg.Params)+1)
+	for k, v := range cfg.Params {
+		params[k] = v
+	}
+	params["@docket_writer"] = strconv.FormatUint(writer, 10)
+	cfg.Params = params
+	return cfg.FormatDSN(), nil
 }
 
 // queryUint runs a query of one unsigned integer. A missing table or row
