@@ -549,6 +549,10 @@ func (x *Index) batcher() {
 				err = errors.Join(err, rerr)
 			} else if replaced {
 				err = x.claimBatch(ctx, batch)
+				// If nothing claimed under the old connection is being
+				// appended, a fence others put on it can go now (else
+				// Release lifts it later).
+				x.unfence(ctx)
 			}
 		}
 		cancel()
