@@ -287,8 +287,12 @@ func (x *Index) Close() error {
 		} else if settled {
 			_, err = x.db.ExecContext(ctx, "DELETE FROM `DocketClaims` WHERE `owner` = ?", x.owner.Load())
 			if err == nil && x.writer != 0 {
-				// Rows of this writer that others no longer need.
+				// Rows of this writer that others no longer need: it holds
+				// no claim.
 				_, err = x.db.ExecContext(ctx, "DELETE FROM `DocketFences` WHERE `writer` = ?", x.writer)
+				if err == nil {
+					_, err = x.db.ExecContext(ctx, "DELETE FROM `DocketOwners` WHERE `writer` = ?", x.writer)
+				}
 			}
 		}
 		x.closeErr = errors.Join(err, x.conn.Close())
