@@ -67,11 +67,11 @@ const settleTimeout = 15 * time.Second
 // A writer may also outlive its owning connection (the server killed it,
 // or the network dropped it): then its claims look like a dead writer's
 // while it may still append their entries. Where the log's sequencing
-// checks a fence (FenceTrigger, with the writer's id in each sequencing
-// connection's @docket_writer: package aws), a writer that takes such a
-// claim over first fences the owner's writer, so that none of its
-// sequencing commits from then on, and the writer lifts the fence on
-// itself only once it has a new owning connection and no entry claimed
+// checks a fence (package aws: a trigger on Tessera's sequencer row, with
+// the writer's id in each of its connections' @docket_writer), a writer
+// that takes such a claim over first fences the owner's writer, so that
+// none of its sequencing commits from then on; the writer lifts the fence
+// on itself only once it has a new owning connection and no entry claimed
 // under the old one is still being appended.
 type Index struct {
 	db    *sql.DB
@@ -728,10 +728,10 @@ func (x *Index) takeOver(ctx context.Context, h [32]byte, d *dead) (bool, error)
 			if alive > 0 {
 				return false, nil
 			}
-		}
-		if !self {
 			// The owner's writer may be alive and still append the entry:
-			// from now on it cannot (where sequencing checks the fence).
+			// from now on it cannot (where sequencing checks the fence). A
+			// claim taken over for its age is not fenced: its owner's id
+			// may be another writer's now.
 			if err := x.fence(ctx, owner); err != nil {
 				return false, err
 			}
