@@ -241,6 +241,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		defer st.Close()
 		cfg.Driver, cfg.Index, cfg.Probe, cfg.Cleanup = st.Driver, st.Index, st.Probe, st.Cleanup
+		cfg.PaceBatches = true
 	case "mysql":
 		if *mysqlDSN == "" {
 			return fail("-storage mysql needs -mysql-dsn")
