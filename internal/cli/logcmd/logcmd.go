@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"syscall"
 	"time"
@@ -106,8 +107,9 @@ Options:
 
 Environment:
     GOGC, GOMEMLIMIT          the Go collector's settings; docket-log's defaults are 400 and
-                              128MiB (fewer collections, each of which scans every waiting
-                              request's stack, and the heap still bounded)
+                              128MiB or 4 times the live heap if more (fewer collections,
+                              each of which scans every waiting request's stack, and the
+                              heap still bounded)
 
 Examples:
     docket keygen -log example.com/log -o log.key
@@ -169,7 +171,6 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "docket-log: error: unexpected arguments %q\n", fl.Args())
 		return 2
 	}
-	setGC()
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -245,6 +246,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	setGC(ctx)
 	if *storageKind != "aws" && (*s3Bucket != "" || *s3Prefix != "" || *s3Endpoint != "" || *serveReads) {
 		return fail("-s3-bucket, -s3-prefix, -s3-endpoint and -serve-reads need -storage aws")
 	}
@@ -450,19 +452,41 @@ func witnessedSize(ctx context.Context, policy []byte, vkey string, logger *slog
 // request waits for a checkpoint on its own goroutines, so at 2,000
 // clients every collection scans ~4,000 stacks: GC was 15% of the
 // server's CPU at Go's default GOGC of 100 (issue 28). The memory limit
-// keeps the heap bounded when a burst grows it.
+// keeps the heap bounded when a burst grows it; it follows the live heap
+// (the dedup index's filter grows with the log, 1.25 bytes per entry), at
+// least liveHeapRoom times it, so the collector never runs without end
+// to hold a heap the log needs.
 const (
-	gcPercent   = 400
-	memoryLimit = 128 << 20
+	gcPercent    = 400
+	memoryLimit  = 128 << 20
+	liveHeapRoom = 4
 )
 
 // setGC applies the collector's defaults that GOGC and GOMEMLIMIT do not
-// override.
-func setGC() {
+// override, and raises the memory limit with the live heap, checked every
+// second until ctx is done.
+func setGC(ctx context.Context) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memoryLimit)
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
 	}
+	debug.SetMemoryLimit(memoryLimit)
+	go func() {
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			metrics.Read(live)
+			if live[0].Value.Kind() == metrics.KindUint64 {
+				debug.SetMemoryLimit(max(memoryLimit, liveHeapRoom*int64(live[0].Value.Uint64())))
+			}
+		}
+	}()
 }
