@@ -244,7 +244,7 @@ func parseLedgerEntry(leaf []byte) parsed {
 		p.r.flags = flagBad
 		return p
 	}
-	hash := sha256.Sum256(e.Receipt)
+	hash := e.Hash
 	m := e.Payload
 	str := func(k string) string { s, _ := m[k].(string); return s }
 	p.r.hash = hash
@@ -331,8 +331,13 @@ func callPrint(tool, input string) [32]byte {
 func chainHash(s string) ([32]byte, bool) {
 	var h [32]byte
 	rest, ok := strings.CutPrefix(s, "sha256:")
-	if !ok || len(rest) != 64 || strings.ToLower(rest) != rest {
+	if !ok || len(rest) != 64 {
 		return h, false
+	}
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; 'A' <= c && c <= 'F' {
+			return h, false // lowercase only
+		}
 	}
 	if _, err := hex.Decode(h[:], []byte(rest)); err != nil {
 		return h, false

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/docketlog/docket/internal/strictjson"
 )
@@ -62,7 +61,10 @@ func HashJSON(v any) (string, error) {
 }
 
 func isHex(s string) bool {
-	return strings.IndexFunc(s, func(r rune) bool {
-		return !('0' <= r && r <= '9' || 'a' <= r && r <= 'f')
-	}) < 0
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
