@@ -320,11 +320,8 @@ func quote(s string) string { return strconv.Quote(s) }
 // callPrint is what an execution and the decision it executes share: the
 // tool name and the tool input hash (each clipped as a Record keeps it).
 func callPrint(tool, input string) [32]byte {
-	h := sha256.New()
-	h.Write([]byte(tool))
-	h.Write([]byte{0})
-	h.Write([]byte(input))
-	return [32]byte(h.Sum(nil))
+	var buf [2*(64+len("…sha256:")+64) + 1]byte // both clipped (Clip): no allocation
+	return sha256.Sum256(append(append(append(buf[:0], tool...), 0), input...))
 }
 
 // chainHash decodes a chain hash, "sha256:" and 64 lowercase hex digits.

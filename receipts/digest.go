@@ -61,10 +61,17 @@ func HashJSON(v any) (string, error) {
 }
 
 func isHex(s string) bool {
+	ok := true
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
+		ok = ok && lowerHex[s[i]]
 	}
-	return true
+	return ok
 }
+
+// lowerHex reports the bytes isHex accepts.
+var lowerHex = func() (t [256]bool) {
+	for _, c := range "0123456789abcdef" {
+		t[c] = true
+	}
+	return t
+}()
