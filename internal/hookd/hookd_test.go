@@ -2,6 +2,7 @@ package hookd_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -170,12 +171,23 @@ func (p *project) cmd(t *testing.T, stdin []byte, args ...string) *exec.Cmd {
 
 // event is a Claude Code PreToolUse event for a Bash command.
 func (p *project) event(command string) []byte {
-	return []byte(`{"session_id":"s1","cwd":` + strconv.Quote(p.dir) + `,"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":` + strconv.Quote(command) + `},"tool_use_id":"t"}`)
+	return p.callEvent("PreToolUse", "s1", "t", command)
+}
+
+// callEvent is a Claude Code event (PreToolUse, PostToolUse) of session
+// for the Bash call id running command.
+func (p *project) callEvent(name, session, id, command string) []byte {
+	post := ""
+	if name == "PostToolUse" {
+		post = `,"tool_response":{"stdout":"ok","stderr":"","interrupted":false}`
+	}
+	return []byte(`{"session_id":` + strconv.Quote(session) + `,"cwd":` + strconv.Quote(p.dir) + `,"hook_event_name":"` + name +
+		`","tool_name":"Bash","tool_input":{"command":` + strconv.Quote(command) + `},"tool_use_id":` + strconv.Quote(id) + post + `}`)
 }
 
 // pre runs docket hook pre on the event and returns its exit code and
 // stderr, and the "via" of the hook's log line (hookd when the daemon ran
-// it).
+// it). It reads the log's last line: one hook at a time.
 func (p *project) pre(t *testing.T, event []byte, env ...string) (code int, stderr, via string) {
 	t.Helper()
 	before, _ := os.ReadFile(p.log)
@@ -234,6 +246,45 @@ func (p *project) stopDaemon(t *testing.T) {
 	}
 }
 
+// issuerSequences verifies every session chain of the project (docket
+// verify) and that their receipts' issuer sequences are 1..n, each once,
+// and returns n.
+func (p *project) issuerSequences(t *testing.T) int {
+	t.Helper()
+	chains, _ := filepath.Glob(filepath.Join(p.dir, ".docket", "sessions", "*.jsonl"))
+	verify := p.cmd(t, nil, append([]string{"verify", "-key-file", filepath.Join(p.dir, ".docket", "issuer.key")}, chains...)...)
+	if out, err := verify.CombinedOutput(); err != nil {
+		t.Fatalf("docket verify: %v\n%s", err, out)
+	}
+	seen := map[int64]bool{}
+	for _, c := range chains {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+			var r struct {
+				Payload struct {
+					IssuerSequence int64 `json:"issuer_sequence"`
+				} `json:"payload"`
+			}
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatal(err)
+			}
+			if seen[r.Payload.IssuerSequence] {
+				t.Fatalf("issuer sequence %d twice", r.Payload.IssuerSequence)
+			}
+			seen[r.Payload.IssuerSequence] = true
+		}
+	}
+	for i := 1; i <= len(seen); i++ {
+		if !seen[int64(i)] {
+			t.Fatalf("issuer sequences of %d receipts miss %d", len(seen), i)
+		}
+	}
+	return len(seen)
+}
+
 func receipts(t *testing.T, p *project) int {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(p.dir, ".docket", "sessions", "s1.jsonl"))
@@ -286,6 +337,45 @@ func TestDaemon(t *testing.T) {
 	if out, err := verify.CombinedOutput(); err != nil {
 		t.Errorf("docket verify: %v\n%s", err, out)
 	}
+
+	// The daemon holds its sessions' files open between calls
+	// (store.HoldRecent); hooks in their own processes (pre with
+	// DOCKET_HOOKD=0, post) append to the same sessions at the same time.
+	t.Run("other writers", func(t *testing.T) {
+		before := p.issuerSequences(t)
+		logBefore, _ := os.ReadFile(p.log)
+		const rounds = 8
+		var wg sync.WaitGroup
+		for w, off := range []string{"", "DOCKET_HOOKD=0", "", "DOCKET_HOOKD=0"} {
+			wg.Go(func() {
+				for i := range rounds {
+					session := []string{"s1", "s2", "s3"}[(i+w)%3]
+					id := "w" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
+					pre := p.cmd(t, p.callEvent("PreToolUse", session, id, "pwd"), "hook", "pre")
+					if off != "" {
+						pre.Env = append(pre.Env, off)
+					}
+					if out, err := pre.CombinedOutput(); err != nil {
+						t.Errorf("hook pre %s: %v (%s), want exit 0", id, err, out)
+					}
+					post := p.cmd(t, p.callEvent("PostToolUse", session, id, "pwd"), "hook", "post")
+					if out, err := post.CombinedOutput(); err != nil {
+						t.Errorf("hook post %s: %v\n%s", id, err, out)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		logAfter, _ := os.ReadFile(p.log)
+		// Each hook logs one line (O_APPEND); the daemon's say so.
+		if n := bytes.Count(logAfter[len(logBefore):], []byte(`"via":"hookd"`)); n == 0 || n > 2*rounds {
+			t.Errorf("%d pre hooks went through the daemon, want 1..%d", n, 2*rounds)
+		}
+		got := p.issuerSequences(t)
+		if want := before + 4*rounds*2; got != want {
+			t.Errorf("receipts with issuer sequences 1..n, each once: %d, want %d", got, want)
+		}
+	})
 
 	t.Run("other environment", func(t *testing.T) {
 		old := p.daemonPID()

@@ -69,7 +69,7 @@ Examples:
 `
 
 func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	code := runHookFrom(ctx, processStart, false, args, stdin, stdout, stderr)
+	code := runHookFrom(ctx, processStart, nil, args, stdin, stdout, stderr)
 	if hookd.Fast && hook.ParseInvocation(args).Kind == hook.Pre {
 		startHookd() // the next pre hooks are forwarded to it
 	}
@@ -77,9 +77,9 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 }
 
 // runHookFrom runs the hook of a process that started at start, in this
-// process or, daemon true, for a hook process that forwarded it (its log
-// line says so).
-func runHookFrom(ctx context.Context, start time.Time, daemon bool, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// process or, held set, for a hook process that forwarded it to the gate
+// daemon, whose store held is (its log line says so).
+func runHookFrom(ctx context.Context, start time.Time, held *store.Store, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	inv := hook.ParseInvocation(args)
 	if inv.Help || len(args) == 0 && isTerminal(stdin) {
 		// Never 0: an agent must not read a help request as an allow.
@@ -96,7 +96,9 @@ func runHookFrom(ctx context.Context, start time.Time, daemon bool, args []strin
 		StartSync: func(s *store.Store) { startSync(s, stderr) },
 	}
 	opts.Home, _ = os.UserHomeDir()
-	if project, err := store.ProjectDir(); err != nil {
+	if held != nil {
+		opts.Store = held
+	} else if project, err := store.ProjectDir(); err != nil {
 		opts.Err = err
 	} else {
 		opts.Store = store.Open(project)
@@ -105,7 +107,7 @@ func runHookFrom(ctx context.Context, start time.Time, daemon bool, args []strin
 		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
 			defer f.Close()
 			opts.Logger = slog.New(slog.NewJSONHandler(f, nil))
-			if daemon {
+			if held != nil {
 				opts.Logger = opts.Logger.With("via", "hookd")
 			}
 		}

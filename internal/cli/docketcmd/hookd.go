@@ -44,6 +44,14 @@ Options:
 // hookdIdle is how long a daemon waits for a call before it exits.
 const hookdIdle = 10 * time.Minute
 
+// hookdHeld is how many sessions' files a daemon keeps open between calls
+// (store.HoldRecent): an agent's session appends on every call, and a
+// project rarely runs more sessions at once.
+const hookdHeld = 16
+
+// hookdHeldIdle is how long a session's files stay open without an append.
+const hookdHeldIdle = time.Minute
+
 func runHookd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("docket hookd", hookdUsage, stderr)
 	idle := fs.Duration("idle", hookdIdle, "")
@@ -95,7 +103,14 @@ func serveHookd(ctx context.Context, idle time.Duration) error {
 	if err := os.Chmod(path, 0o600); err != nil {
 		return err
 	}
-	self := hookdSelf{dir: mustGetwd(), env: sortedEnv(os.Environ())}
+	// One store for every call: the files of the sessions it appended to
+	// last stay open between calls (each append still takes the locks,
+	// reads the counter and head again and fdatasyncs, so the hooks in
+	// other processes, docket sync and a relay stay correct beside it).
+	st := store.Open(project)
+	st.HoldRecent(hookdHeld)
+	defer st.ReleaseIdle(0)
+	self := hookdSelf{dir: mustGetwd(), env: sortedEnv(os.Environ()), store: st}
 	if self.exe, err = hookd.ExeID(); err != nil {
 		return err
 	}
@@ -108,7 +123,7 @@ func serveHookd(ctx context.Context, idle time.Duration) error {
 		<-ctx.Done()
 		ln.Close()
 	}()
-	go watchSocket(ctx, cancel, path)
+	go watchSocket(ctx, cancel, path, st)
 	var running sync.WaitGroup
 	defer running.Wait()
 	for {
@@ -146,8 +161,9 @@ const hookdWatch = 2 * time.Second
 // can reach it any more, so it does not wait out its idle time.
 var errGone = errors.New("its socket was removed")
 
-// watchSocket cancels the daemon once path is no longer its socket.
-func watchSocket(ctx context.Context, cancel context.CancelCauseFunc, path string) {
+// watchSocket cancels the daemon once path is no longer its socket, and
+// closes the files of st's sessions idle for hookdHeldIdle.
+func watchSocket(ctx context.Context, cancel context.CancelCauseFunc, path string, st *store.Store) {
 	fi0, err := os.Stat(path)
 	if err != nil {
 		cancel(errGone)
@@ -164,15 +180,17 @@ func watchSocket(ctx context.Context, cancel context.CancelCauseFunc, path strin
 				cancel(errGone)
 				return
 			}
+			st.ReleaseIdle(hookdHeldIdle)
 		}
 	}
 }
 
 // hookdSelf is what a request must match for the daemon to run it.
 type hookdSelf struct {
-	exe [5]int64
-	dir string
-	env []string
+	exe   [5]int64
+	dir   string
+	env   []string
+	store *store.Store // the project's, for every call
 }
 
 // serve runs one forwarded hook, and reports whether the daemon should
@@ -208,7 +226,7 @@ func (s hookdSelf) serve(ctx context.Context, c *net.UnixConn) (stale bool) {
 		_, _ = c.Write(hookd.DeclineReply())
 		return true
 	}
-	code := runHookFrom(ctx, time.Unix(0, req.Start), true, req.Args, files[0], files[1], files[2])
+	code := runHookFrom(ctx, time.Unix(0, req.Start), s.store, req.Args, files[0], files[1], files[2])
 	_, _ = c.Write(hookd.ExitReply(code))
 	return false
 }
