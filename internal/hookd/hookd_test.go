@@ -392,6 +392,31 @@ func TestDaemon(t *testing.T) {
 		}
 	})
 
+	// Hooks of two environments at once make the daemons give way to
+	// each other again and again: a daemon that exits resets the hooks
+	// queued on its socket, and those decide in their own process.
+	// None is blocked.
+	t.Run("two environments at once", func(t *testing.T) {
+		before := p.issuerSequences(t)
+		const rounds = 10
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for i := range rounds {
+					pre := p.cmd(t, p.callEvent("PreToolUse", "s1", "e"+strconv.Itoa(w)+"-"+strconv.Itoa(i), "pwd"), "hook", "pre")
+					pre.Env = append(pre.Env, "DOCKET_TEST_OTHER="+strconv.Itoa(w%2))
+					if out, err := pre.CombinedOutput(); err != nil {
+						t.Errorf("hook pre (environment %d): %v (%s), want exit 0", w%2, err, out)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if got, want := p.issuerSequences(t), before+4*rounds; got != want {
+			t.Errorf("receipts = %d, want %d", got, want)
+		}
+	})
+
 	t.Run("killed daemon", func(t *testing.T) {
 		p.waitDaemon(t)
 		pid := p.daemonPID()
@@ -427,8 +452,8 @@ func TestDaemon(t *testing.T) {
 
 // TestPeerWithoutAnswer: a peer on the socket that is not a working
 // daemon. One that takes the request and never answers, or answers
-// nonsense, blocks the call; one that declines leaves it to the hook's
-// own process.
+// nonsense, blocks the call; one that declines, or closes before it takes
+// the request, leaves it to the hook's own process.
 func TestPeerWithoutAnswer(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -437,9 +462,14 @@ func TestPeerWithoutAnswer(t *testing.T) {
 		receipts int
 		stderr   string
 	}{
-		{name: "closes", reply: nil, code: 2, stderr: "gave no answer"},
-		{name: "half an answer", reply: []byte{'X'}, code: 2, stderr: "gave no answer"},
+		// Closed before it took the request: never run there (a daemon
+		// exiting with hooks queued on its socket).
+		{name: "closes", reply: nil, code: 0, receipts: 1},
+		{name: "takes and closes", reply: hookd.TakenReply(), code: 2, stderr: "gave no answer"},
+		{name: "half an answer", reply: []byte("TX"), code: 2, stderr: "gave no answer"},
+		{name: "exit without taking", reply: hookd.ExitReply(0), code: 2, stderr: "malformed"},
 		{name: "nonsense", reply: []byte("ZZ"), code: 2, stderr: "malformed"},
+		{name: "taken, then nonsense", reply: []byte("TZZ"), code: 2, stderr: "malformed"},
 		{name: "declines", reply: hookd.DeclineReply(), code: 0, receipts: 1},
 	}
 	for _, tt := range tests {
