@@ -133,22 +133,28 @@ func BenchmarkHookPreVsOld(b *testing.B) {
 	if *hookOld == "" {
 		b.Skip("give -hook.old=BINARY, an earlier docket built with CGO_ENABLED=0")
 	}
-	p := newProject(b, filepath.Join("..", "testdata", "hook", "bench20.cedar"))
+	// Each docket has a project of its own: two dockets with gate daemons
+	// in one project would make each other's daemon give way at every
+	// call.
+	p, pOld := newProject(b, filepath.Join("..", "testdata", "hook", "bench20.cedar")), newProject(b, filepath.Join("..", "testdata", "hook", "bench20.cedar"))
 	ev := p.fixture(b, "claude/pre-bash.json", map[string]any{"session_id": "bench", "tool_input.command": "ls src"})
+	evOld := pOld.fixture(b, "claude/pre-bash.json", map[string]any{"session_id": "bench", "tool_input.command": "ls src"})
 	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "DOCKET_AUTOSYNC=0")
+	envOld := append(os.Environ(), "CLAUDE_PROJECT_DIR="+pOld.dir, "HOME="+pOld.home, "DOCKET_AUTOSYNC=0")
 	cur, bareBin := build(b, docketPkg, "CGO_ENABLED=0"), build(b, barePkg)
 	// The first call of this tree's docket starts the project's gate
-	// daemon (docket hookd), as it does for a user; stop it at the end.
-	b.Cleanup(func() { stopHookd(p.dir) })
+	// daemon (docket hookd), as it does for a user (and so may an earlier
+	// docket's); stop them at the end.
+	b.Cleanup(func() { stopHookd(p.dir); stopHookd(pOld.dir) })
 	var news, olds, bares []time.Duration
 	var ratios []float64
 	for i := 0; b.Loop(); i++ {
 		var n, o time.Duration
 		if i%2 == 0 {
 			n = runProcess(b, p.dir, ev, env, cur, "hook", "pre")
-			o = runProcess(b, p.dir, ev, env, *hookOld, "hook", "pre")
+			o = runProcess(b, pOld.dir, evOld, envOld, *hookOld, "hook", "pre")
 		} else {
-			o = runProcess(b, p.dir, ev, env, *hookOld, "hook", "pre")
+			o = runProcess(b, pOld.dir, evOld, envOld, *hookOld, "hook", "pre")
 			n = runProcess(b, p.dir, ev, env, cur, "hook", "pre")
 		}
 		bares = append(bares, runProcess(b, p.dir, ev, env, bareBin))

@@ -108,13 +108,7 @@ func Forward(args []string, start int64) (code int, ok bool) {
 	if syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv) != nil {
 		return blocked("setting the answer timeout")
 	}
-	// The daemon says first whether it takes the request ('T') or
-	// declines it ('F'). A connection closed before either was never
-	// taken: a daemon that exits (idle, or making way for another binary)
-	// resets the hooks still queued on its socket, and those decide
-	// in-process. Anything else before 'T' may hide a daemon that runs
-	// the hook yet, so it blocks.
-	var reply [3]byte
+	var reply [2]byte
 	got := 0
 	for got < len(reply) {
 		// A raw read: the runtime does not see this thread enter a
@@ -124,25 +118,23 @@ func Forward(args []string, start int64) (code int, ok bool) {
 		if errno == syscall.EINTR {
 			continue
 		}
-		if got == 0 && (m == 0 && errno == 0 || errno == syscall.ECONNRESET) {
-			return 0, false // closed before it took the request
+		if errno == syscall.ECONNRESET && got == 0 {
+			// Closed with bytes of the request unread, or never
+			// accepted (a daemon that exited with hooks queued on its
+			// socket): it never ran the hook, which acts only on a
+			// whole request.
+			return 0, false
 		}
 		if errno != 0 || m == 0 {
-			if got == 0 {
-				return blocked("neither took nor declined the call in time")
-			}
 			return blocked("it took the call and gave no answer")
 		}
 		got += int(m)
-		if reply[0] == replyDecline {
-			return 0, false
-		}
-		if reply[0] != replyTaken {
-			break
-		}
 	}
-	if reply[0] == replyTaken && reply[1] == replyExit {
-		return int(reply[2]), true
+	switch reply[0] {
+	case replyExit:
+		return int(reply[1]), true
+	case replyDecline:
+		return 0, false
 	}
 	return blocked("its answer is malformed")
 }

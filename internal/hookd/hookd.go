@@ -16,13 +16,16 @@
 //     directory or environment): nothing was read from standard input, and
 //     the hook decides in its own process (the daemon never decides for a
 //     request it declined).
-//   - A daemon that closed the connection before it said it takes the
-//     request ([TakenReply]) never runs it: a daemon that exits with hooks
-//     queued on its socket resets them, and they decide in-process.
-//   - A daemon that took the request and gave no exit code (it died, or
-//     did not answer within the hook's deadline), or that neither took nor
-//     declined it within the deadline: the call may have been read and
-//     recorded, so the hook blocks it (exit 2).
+//   - A connection reset before any answer: the daemon closed it with
+//     bytes of the request unread (Linux resets a unix socket closed with
+//     data in its queue, and the hooks still queued on a listener that
+//     closes), so it never ran the hook: a daemon exiting (idle, or giving
+//     way to another binary or environment) with hooks queued on its
+//     socket. The hook decides in-process.
+//   - A daemon that took the request and gave no exit code (it closed the
+//     connection after reading the request, died, or did not answer within
+//     the hook's deadline): the call may have been read and recorded, so
+//     the hook blocks it (exit 2).
 //
 // The client side ([Forward]) imports only os and syscall, so that it can
 // run from the init of a package the docket binary initialises before
@@ -47,12 +50,9 @@ const LockName = "hookd.lock"
 // that answer as docket do not.
 var Fast bool
 
-// Reply bytes: the daemon takes the request (sent before it reads
-// anything of the hook's standard input; the exit follows), ran the hook
-// (an exit code follows), or declined the request without reading anything
-// (the hook decides in-process).
+// Reply bytes: the daemon ran the hook (an exit code follows), or declined
+// the request without reading anything (the hook decides in-process).
 const (
-	replyTaken   = 'T'
 	replyExit    = 'X'
 	replyDecline = 'F'
 )
@@ -203,11 +203,6 @@ func putU32(b []byte, v uint32) []byte {
 func putU64(b []byte, v uint64) []byte { return putU32(putU32(b, uint32(v>>32)), uint32(v)) }
 
 func putString(b []byte, s string) []byte { return append(putU32(b, uint32(len(s))), s...) }
-
-// TakenReply is what the daemon sends before it runs a hook, before it
-// reads the hook's standard input; it must not run the hook when sending
-// it fails.
-func TakenReply() []byte { return []byte{replyTaken} }
 
 // ExitReply is the daemon's answer for a hook it ran: the exit code.
 func ExitReply(code int) []byte { return []byte{replyExit, byte(code)} }

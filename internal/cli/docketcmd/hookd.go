@@ -226,11 +226,6 @@ func (s hookdSelf) serve(ctx context.Context, c *net.UnixConn) (stale bool) {
 		_, _ = c.Write(hookd.DeclineReply())
 		return true
 	}
-	// Taken, before anything of the hook's stdin is read: a hook whose
-	// connection closes before this decides in its own process.
-	if _, err := c.Write(hookd.TakenReply()); err != nil {
-		return false
-	}
 	code := runHookFrom(ctx, time.Unix(0, req.Start), s.store, req.Args, files[0], files[1], files[2])
 	_, _ = c.Write(hookd.ExitReply(code))
 	return false
