@@ -9,11 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/docketlog/docket/internal/hookd"
 )
 
 // Whole-process benchmarks of `docket hook pre` with a 20-policy file
@@ -145,7 +144,7 @@ func BenchmarkHookPreVsOld(b *testing.B) {
 	// The first call of this tree's docket starts the project's gate
 	// daemon (docket hookd), as it does for a user (and so may an earlier
 	// docket's); stop them at the end.
-	b.Cleanup(func() { stopHookd(p.dir); stopHookd(pOld.dir) })
+	b.Cleanup(func() { hookd.Stop(p.dir); hookd.Stop(pOld.dir) })
 	var news, olds, bares []time.Duration
 	var ratios []float64
 	for i := 0; b.Loop(); i++ {
@@ -193,7 +192,7 @@ func BenchmarkHookPreFloor(b *testing.B) {
 	ev := p.fixture(b, "claude/pre-bash.json", map[string]any{"session_id": "bench", "tool_input.command": "ls src"})
 	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "DOCKET_AUTOSYNC=0")
 	cur, bareBin := build(b, docketPkg, "CGO_ENABLED=0"), build(b, barePkg)
-	b.Cleanup(func() { stopHookd(p.dir) })
+	b.Cleanup(func() { hookd.Stop(p.dir) })
 	// The stand-in daemon's project: a short path, for the socket.
 	fake, err := os.MkdirTemp("", "hd")
 	if err != nil {
@@ -252,18 +251,6 @@ func BenchmarkHookPreFloor(b *testing.B) {
 		if k > 0 {
 			b.ReportMetric(ms(median(times[k]))/ms(median(times[0])), name+"/bare")
 		}
-	}
-}
-
-// stopHookd stops the gate daemon of the project at dir, if one runs: its
-// lock file names it.
-func stopHookd(dir string) {
-	data, err := os.ReadFile(filepath.Join(dir, ".docket", "hookd.lock"))
-	if err != nil {
-		return
-	}
-	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
 }
 

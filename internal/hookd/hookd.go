@@ -35,6 +35,7 @@ package hookd
 
 import (
 	"errors"
+	"syscall"
 )
 
 // SocketName is the daemon's socket, in the project's .docket directory.
@@ -209,3 +210,25 @@ func ExitReply(code int) []byte { return []byte{replyExit, byte(code)} }
 
 // DeclineReply is the daemon's answer for a request it did not run.
 func DeclineReply() []byte { return []byte{replyDecline, 0} }
+
+// Stop sends SIGTERM to the gate daemon of the project rooted at dir, if
+// its lock file (LockName) names one, and reports whether it did. (Tests
+// and benchmarks stop the daemons their hooks started with it; a user
+// removes the socket.)
+func Stop(dir string) bool {
+	fd, err := syscall.Open(dir+"/.docket/"+LockName, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	var buf [32]byte
+	n, _ := syscall.Read(fd, buf[:])
+	syscall.Close(fd)
+	pid := 0
+	for _, c := range buf[:max(n, 0)] {
+		if c < '0' || c > '9' {
+			break
+		}
+		pid = pid*10 + int(c-'0')
+	}
+	return pid > 0 && syscall.Kill(pid, syscall.SIGTERM) == nil
+}
