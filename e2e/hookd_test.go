@@ -31,7 +31,7 @@ func builtDocket(t *testing.T) string {
 // the hooks running the built docket binary, as a user installs it: the
 // first pre hook decides in its own process and starts the project's gate
 // daemon (docket hookd), and the agent's later pre hooks are answered by
-// it, each hook's log line says which. The agent's environment is the
+// it, as are the post hooks once it runs; each hook's log line says which. The agent's environment is the
 // same for every hook it runs, else the daemon would decline them all. The
 // receipts are those of TestClaudeCode and TestGeminiCLI, and verify.
 func TestHookDaemonAgents(t *testing.T) {
@@ -87,15 +87,25 @@ func TestHookDaemonAgents(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the hooks logged nothing: %v", err)
 			}
-			pre, daemon := 0, 0
+			pre, daemon, post, postDaemon := 0, 0, 0, 0
 			for _, l := range bytes.Split(bytes.TrimSpace(lines), []byte("\n")) {
-				if !bytes.Contains(l, []byte(`"msg":"hook pre"`)) {
-					continue
+				via := bytes.Contains(l, []byte(`"via":"hookd"`))
+				switch {
+				case bytes.Contains(l, []byte(`"msg":"hook pre"`)):
+					pre++
+					if via {
+						daemon++
+					}
+				case bytes.Contains(l, []byte(`"msg":"hook post`)):
+					post++
+					if via {
+						postDaemon++
+					}
 				}
-				pre++
-				if bytes.Contains(l, []byte(`"via":"hookd"`)) {
-					daemon++
-				}
+			}
+			t.Logf("%d post hooks logged, %d answered by the gate daemon", post, postDaemon)
+			if postDaemon == 0 {
+				t.Errorf("no post hook of %d answered by the gate daemon\n%s", post, lines)
 			}
 			decided := 0
 			for _, pl := range p.receipts() {

@@ -61,8 +61,23 @@ const (
 // magic starts every request.
 const magic = "DKH1"
 
-// maxRequest bounds a request (arguments and environment).
-const maxRequest = 1 << 20
+// maxRequest bounds a request (arguments, environment and a post hook's
+// event).
+const maxRequest = 4 << 20
+
+// MaxStdin is the most of a post hook's event the client reads and sends:
+// the hook's own bound (hook.MaxInput, held equal by a test). A longer
+// event is the in-process hook's to refuse.
+const MaxStdin = 1 << 20
+
+// Stdin is what the client read of its standard input before it gave the
+// hook back to this process (a post hook the daemon did not answer), and
+// StdinRead whether it read any: the in-process hook reads Stdin first,
+// then the rest of its standard input.
+var (
+	Stdin     []byte
+	StdinRead bool
+)
 
 // maxPath is the longest socket path a sockaddr_un holds.
 const maxPath = 107
@@ -74,25 +89,42 @@ type Request struct {
 	Dir   string   // its working directory
 	Args  []string // its arguments after "docket hook"
 	Env   []string // its environment
+	// Piped is set for a post hook: its event is Stdin, which the client
+	// read and keeps, so that it can receipt the event itself when the
+	// daemon does not answer. A pre hook's standard input is the
+	// descriptor passed with the request.
+	Piped bool
+	Stdin []byte
 }
 
 // Forwardable reports whether the arguments after "docket hook" are those
-// of a pre hook the daemon may run: "pre" with at most an -agent flag.
-// Anything else (another hook, -deadline, -h, a bad flag) runs in-process.
-func Forwardable(args []string) bool {
-	pre := false
+// of a hook the daemon may run: "pre", "post" or "post-failure" with at
+// most an -agent flag. Anything else (a session hook, -deadline, -h, a bad
+// flag) runs in-process.
+func Forwardable(args []string) bool { return kindOf(args) != "" }
+
+// Post reports whether the arguments after "docket hook" are those of a
+// forwardable post hook ("post" or "post-failure").
+func Post(args []string) bool {
+	k := kindOf(args)
+	return k == "post" || k == "post-failure"
+}
+
+// kindOf returns the hook of a forwardable command line, "" for another.
+func kindOf(args []string) string {
+	kind := ""
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
-		case a == "pre" && !pre:
-			pre = true
+		case (a == "pre" || a == "post" || a == "post-failure") && kind == "":
+			kind = a
 		case (a == "-agent" || a == "--agent") && i+1 < len(args):
 			i++
 		case len(a) > 7 && a[:7] == "-agent=" || len(a) > 8 && a[:8] == "--agent=":
 		default:
-			return false
+			return ""
 		}
 	}
-	return pre
+	return kind
 }
 
 // SocketPath returns the daemon's socket of the project rooted at dir.
@@ -115,6 +147,12 @@ func (r *Request) Encode() []byte {
 	b = putU32(b, uint32(len(r.Env)))
 	for _, e := range r.Env {
 		b = putString(b, e)
+	}
+	if r.Piped {
+		b = putU32(b, 1)
+		b = append(putU32(b, uint32(len(r.Stdin))), r.Stdin...)
+	} else {
+		b = putU32(b, 0)
 	}
 	n := uint32(len(b) - 8)
 	b[4], b[5], b[6], b[7] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
@@ -151,6 +189,14 @@ func DecodeRequest(b []byte) (*Request, error) {
 	r.Dir = d.str()
 	r.Args = d.strs()
 	r.Env = d.strs()
+	switch d.u32() {
+	case 0:
+	case 1:
+		r.Piped = true
+		r.Stdin = d.take(int(d.u32()))
+	default:
+		d.bad = true
+	}
 	if d.bad || len(d.b) != 0 {
 		return nil, ErrRequest
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/internal/hookd"
 )
 
@@ -24,6 +25,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		req  hookd.Request
 	}{
 		{"empty", hookd.Request{}},
+		{"post", hookd.Request{Dir: "/p", Args: []string{"post"}, Piped: true, Stdin: []byte(`{"session_id":"s"}`)}},
 		{"hook", hookd.Request{Start: 1764170000123456789, Exe: [5]int64{1, 2, 3, -4, 5}, Dir: "/p", Args: []string{"pre", "-agent", "gemini"}, Env: []string{"A=1", "B=", "HOME=/h"}}},
 	}
 	for _, tt := range tests {
@@ -38,7 +40,8 @@ func TestRequestRoundTrip(t *testing.T) {
 				t.Fatalf("DecodeRequest: %v", err)
 			}
 			if got.Start != tt.req.Start || got.Exe != tt.req.Exe || got.Dir != tt.req.Dir ||
-				strings.Join(got.Args, "\x00") != strings.Join(tt.req.Args, "\x00") || strings.Join(got.Env, "\x00") != strings.Join(tt.req.Env, "\x00") {
+				strings.Join(got.Args, "\x00") != strings.Join(tt.req.Args, "\x00") || strings.Join(got.Env, "\x00") != strings.Join(tt.req.Env, "\x00") ||
+				got.Piped != tt.req.Piped || string(got.Stdin) != string(tt.req.Stdin) {
 				t.Errorf("DecodeRequest(Encode(%+v)) = %+v", tt.req, got)
 			}
 			if _, err := hookd.DecodeRequest(b[:len(b)-1]); err == nil {
@@ -65,6 +68,13 @@ func FuzzDecodeRequest(f *testing.F) {
 	})
 }
 
+// The client reads as much of a post hook's event as the hook takes.
+func TestMaxStdin(t *testing.T) {
+	if hookd.MaxStdin != hook.MaxInput {
+		t.Errorf("hookd.MaxStdin = %d, want hook.MaxInput %d", hookd.MaxStdin, hook.MaxInput)
+	}
+}
+
 func TestForwardable(t *testing.T) {
 	tests := []struct {
 		name string
@@ -74,7 +84,10 @@ func TestForwardable(t *testing.T) {
 		{"pre", []string{"pre"}, true},
 		{"agent before", []string{"-agent", "gemini", "pre"}, true},
 		{"agent after", []string{"pre", "-agent=codex"}, true},
-		{"post", []string{"post"}, false},
+		{"post", []string{"post"}, true},
+		{"post-failure", []string{"-agent", "gemini", "post-failure"}, true},
+		{"session start", []string{"session-start"}, false},
+		{"pre and post", []string{"pre", "post"}, false},
 		{"no kind", nil, false},
 		{"agent without value", []string{"pre", "-agent"}, false},
 		{"deadline", []string{"pre", "-deadline", "1s"}, false},
@@ -190,8 +203,14 @@ func (p *project) callEvent(name, session, id, command string) []byte {
 // it). It reads the log's last line: one hook at a time.
 func (p *project) pre(t *testing.T, event []byte, env ...string) (code int, stderr, via string) {
 	t.Helper()
+	return p.hook(t, "pre", event, env...)
+}
+
+// hook is pre for the hook kind.
+func (p *project) hook(t *testing.T, kind string, event []byte, env ...string) (code int, stderr, via string) {
+	t.Helper()
 	before, _ := os.ReadFile(p.log)
-	cmd := p.cmd(t, event, "hook", "pre")
+	cmd := p.cmd(t, event, "hook", kind)
 	cmd.Env = append(cmd.Env, env...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
@@ -329,8 +348,16 @@ func TestDaemon(t *testing.T) {
 			}
 		})
 	}
-	if n := receipts(t, p); n != 1+len(steps) {
-		t.Errorf("receipts in the session chain = %d, want %d", n, 1+len(steps))
+	// A post hook goes through the daemon too, with its event in the
+	// request.
+	t.Run("post", func(t *testing.T) {
+		code, stderr, via := p.hook(t, "post", p.callEvent("PostToolUse", "s1", "t", "ls src"))
+		if code != 0 || stderr != "" || via != "hookd" {
+			t.Errorf("hook post = %d (%q) via %q, want 0 via hookd", code, stderr, via)
+		}
+	})
+	if n := receipts(t, p); n != 2+len(steps) {
+		t.Errorf("receipts in the session chain = %d, want %d", n, 2+len(steps))
 	}
 	// The chain the daemon appended to verifies as one chain.
 	verify := p.cmd(t, nil, "verify", "-key-file", filepath.Join(p.dir, ".docket", "issuer.key"), filepath.Join(p.dir, ".docket", "sessions", "s1.jsonl"))
@@ -368,8 +395,18 @@ func TestDaemon(t *testing.T) {
 		wg.Wait()
 		logAfter, _ := os.ReadFile(p.log)
 		// Each hook logs one line (O_APPEND); the daemon's say so.
-		if n := bytes.Count(logAfter[len(logBefore):], []byte(`"via":"hookd"`)); n == 0 || n > 2*rounds {
-			t.Errorf("%d pre hooks went through the daemon, want 1..%d", n, 2*rounds)
+		pre, post := 0, 0
+		for _, l := range bytes.Split(logAfter[len(logBefore):], []byte("\n")) {
+			if bytes.Contains(l, []byte(`"via":"hookd"`)) {
+				if bytes.Contains(l, []byte(`"msg":"hook pre"`)) {
+					pre++
+				} else {
+					post++
+				}
+			}
+		}
+		if pre == 0 || pre > 2*rounds || post == 0 {
+			t.Errorf("%d pre hooks (want 1..%d) and %d post hooks (want some) went through the daemon", pre, 2*rounds, post)
 		}
 		got := p.issuerSequences(t)
 		if want := before + 4*rounds*2; got != want {
@@ -415,6 +452,13 @@ func TestDaemon(t *testing.T) {
 		if got, want := p.issuerSequences(t), before+4*rounds; got != want {
 			t.Errorf("receipts = %d, want %d", got, want)
 		}
+		// The next steps start from the daemon of this environment: stop
+		// whichever the last hooks left, and start one.
+		p.stopDaemon(t)
+		if code, stderr, _ := p.pre(t, p.event("pwd")); code != 0 {
+			t.Fatalf("hook pre = %d (%s), want 0", code, stderr)
+		}
+		p.waitDaemon(t)
 	})
 
 	t.Run("killed daemon", func(t *testing.T) {
@@ -459,6 +503,7 @@ func TestPeerWithoutAnswer(t *testing.T) {
 		name     string
 		reply    []byte // nil: close after reading the request
 		partial  bool   // read only the request's first bytes
+		kind     string // the hook, pre when empty
 		code     int
 		receipts int
 		stderr   string
@@ -470,6 +515,12 @@ func TestPeerWithoutAnswer(t *testing.T) {
 		{name: "half an answer", reply: []byte{'X'}, code: 2, stderr: "gave no answer"},
 		{name: "nonsense", reply: []byte("ZZ"), code: 2, stderr: "malformed"},
 		{name: "declines", reply: hookd.DeclineReply(), code: 0, receipts: 1},
+		// A post hook keeps its event: whatever the peer does short of
+		// an exit code, the hook receipts it itself.
+		{name: "post, closes", kind: "post", reply: nil, code: 0, receipts: 1},
+		{name: "post, half an answer", kind: "post", reply: []byte{'X'}, code: 0, receipts: 1},
+		{name: "post, nonsense", kind: "post", reply: []byte("ZZ"), code: 0, receipts: 1},
+		{name: "post, declines", kind: "post", reply: hookd.DeclineReply(), code: 0, receipts: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -497,7 +548,11 @@ func TestPeerWithoutAnswer(t *testing.T) {
 					c.Close()
 				}
 			}()
-			code, stderr, _ := p.pre(t, p.event("ls src"))
+			kind, event := "pre", p.event("ls src")
+			if tt.kind == "post" {
+				kind, event = "post", p.callEvent("PostToolUse", "s1", "t", "ls src")
+			}
+			code, stderr, _ := p.hook(t, kind, event)
 			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
 				t.Errorf("hook pre = %d (%q), want %d (%q)", code, stderr, tt.code, tt.stderr)
 			}

@@ -1,6 +1,7 @@
 package docketcmd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -69,6 +70,11 @@ Examples:
 `
 
 func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if hookd.StdinRead {
+		// A post hook the gate daemon did not answer: the event, or its
+		// start, was read before the daemon was asked.
+		stdin = io.MultiReader(bytes.NewReader(hookd.Stdin), stdin)
+	}
 	code := runHookFrom(ctx, processStart, nil, args, stdin, stdout, stderr)
 	if hookd.Fast && hook.ParseInvocation(args).Kind == hook.Pre {
 		startHookd() // the next pre hooks are forwarded to it

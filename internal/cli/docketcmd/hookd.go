@@ -1,6 +1,7 @@
 package docketcmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -226,7 +227,11 @@ func (s hookdSelf) serve(ctx context.Context, c *net.UnixConn) (stale bool) {
 		_, _ = c.Write(hookd.DeclineReply())
 		return true
 	}
-	code := runHookFrom(ctx, time.Unix(0, req.Start), s.store, req.Args, files[0], files[1], files[2])
+	var stdin io.Reader = files[0]
+	if req.Piped { // a post hook's event, which the hook keeps
+		stdin = bytes.NewReader(req.Stdin)
+	}
+	code := runHookFrom(ctx, time.Unix(0, req.Start), s.store, req.Args, stdin, files[1], files[2])
 	_, _ = c.Write(hookd.ExitReply(code))
 	return false
 }
