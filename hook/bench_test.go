@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -128,7 +129,20 @@ var hookOld = flag.String("hook.old", "", "BenchmarkHookPreVsOld: an earlier sta
 // daemon, which decides the others, as for a user:
 //
 //	go test -run '^$' -bench HookPreVsOld -benchtime 300x ./hook -args -hook.old=/path/to/earlier/docket
-func BenchmarkHookPreVsOld(b *testing.B) {
+func BenchmarkHookPreVsOld(b *testing.B) { hookVsOld(b, "pre") }
+
+// BenchmarkHookPostVsOld is BenchmarkHookPreVsOld for `docket hook post`:
+// each round is a call of its own, whose pre hooks (untimed) decide it
+// before the post hooks, timed, receipt its execution. This tree's docket
+// forwards both to its gate daemon. Every agent call pays a pre and a post
+// hook.
+//
+//	go test -run '^$' -bench HookPostVsOld -benchtime 300x ./hook -args -hook.old=/path/to/earlier/docket
+func BenchmarkHookPostVsOld(b *testing.B) { hookVsOld(b, "post") }
+
+// hookVsOld alternates `docket hook KIND` of this tree and of -hook.old
+// with the bare process (BenchmarkHookPreVsOld).
+func hookVsOld(b *testing.B, kind string) {
 	if *hookOld == "" {
 		b.Skip("give -hook.old=BINARY, an earlier docket built with CGO_ENABLED=0")
 	}
@@ -136,8 +150,8 @@ func BenchmarkHookPreVsOld(b *testing.B) {
 	// in one project would make each other's daemon give way at every
 	// call.
 	p, pOld := newProject(b, filepath.Join("..", "testdata", "hook", "bench20.cedar")), newProject(b, filepath.Join("..", "testdata", "hook", "bench20.cedar"))
-	ev := p.fixture(b, "claude/pre-bash.json", map[string]any{"session_id": "bench", "tool_input.command": "ls src"})
-	evOld := pOld.fixture(b, "claude/pre-bash.json", map[string]any{"session_id": "bench", "tool_input.command": "ls src"})
+	call := map[string]any{"session_id": "bench", "tool_input.command": "ls src"}
+	ev, evOld := p.fixture(b, "claude/pre-bash.json", call), pOld.fixture(b, "claude/pre-bash.json", call)
 	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "DOCKET_AUTOSYNC=0")
 	envOld := append(os.Environ(), "CLAUDE_PROJECT_DIR="+pOld.dir, "HOME="+pOld.home, "DOCKET_AUTOSYNC=0")
 	cur, bareBin := build(b, docketPkg, "CGO_ENABLED=0"), build(b, barePkg)
@@ -145,16 +159,26 @@ func BenchmarkHookPreVsOld(b *testing.B) {
 	// daemon (docket hookd), as it does for a user (and so may an earlier
 	// docket's); stop them at the end.
 	b.Cleanup(func() { hookd.Stop(p.dir); hookd.Stop(pOld.dir) })
+	runProcess(b, p.dir, ev, env, cur, "hook", "pre") // starts the daemon
 	var news, olds, bares []time.Duration
 	var ratios []float64
 	for i := 0; b.Loop(); i++ {
+		if kind == "post" {
+			// Each call of its own, decided (untimed) before its post
+			// hook, as an agent runs them.
+			call["tool_use_id"] = "toolu_bench_" + strconv.Itoa(i)
+			pre, preOld := p.fixture(b, "claude/pre-bash.json", call), pOld.fixture(b, "claude/pre-bash.json", call)
+			runProcess(b, p.dir, pre, env, cur, "hook", "pre")
+			runProcess(b, pOld.dir, preOld, envOld, *hookOld, "hook", "pre")
+			ev, evOld = p.fixture(b, "claude/post-bash.json", call), pOld.fixture(b, "claude/post-bash.json", call)
+		}
 		var n, o time.Duration
 		if i%2 == 0 {
-			n = runProcess(b, p.dir, ev, env, cur, "hook", "pre")
-			o = runProcess(b, pOld.dir, evOld, envOld, *hookOld, "hook", "pre")
+			n = runProcess(b, p.dir, ev, env, cur, "hook", kind)
+			o = runProcess(b, pOld.dir, evOld, envOld, *hookOld, "hook", kind)
 		} else {
-			o = runProcess(b, pOld.dir, evOld, envOld, *hookOld, "hook", "pre")
-			n = runProcess(b, p.dir, ev, env, cur, "hook", "pre")
+			o = runProcess(b, pOld.dir, evOld, envOld, *hookOld, "hook", kind)
+			n = runProcess(b, p.dir, ev, env, cur, "hook", kind)
 		}
 		bares = append(bares, runProcess(b, p.dir, ev, env, bareBin))
 		news, olds = append(news, n), append(olds, o)
