@@ -1,6 +1,7 @@
-// Package hookd is the protocol between `docket hook pre` and the
-// project's gate daemon (`docket hookd`), a long-lived docket process that
-// keeps the policy parsed between calls.
+// Package hookd is the protocol between `docket hook pre` (and `post`,
+// `post-failure`) and the project's gate daemon (`docket hookd`), a
+// long-lived docket process that keeps the policy parsed and its recent
+// sessions' files open between calls.
 //
 // The hook process does almost nothing itself: it connects to the
 // project's socket (.docket/hookd.sock), passes its standard input, output
@@ -8,7 +9,10 @@
 // and the identity of its executable, and exits with the code the daemon
 // answers. The daemon runs the same hook code on those descriptors, so the
 // agent sees the same bytes and the same exit code as from an in-process
-// hook.
+// hook. A post hook reads its event first and sends the bytes instead of
+// its standard input, and keeps them: unless the daemon answers an exit
+// code, it receipts the event in its own process (Stdin), so that an
+// execution is never lost to a daemon that died holding it.
 //
 // Fail closed:
 //   - No daemon, a socket that does not answer, a peer of another user, or

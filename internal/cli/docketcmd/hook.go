@@ -61,7 +61,7 @@ Environment:
     DOCKET_HOOK_LOG  append one JSON log line per run to this file
     DOCKET_AUTOSYNC  0: do not start docket sync in the background (for CI
                      jobs that run docket sync themselves at the end)
-    DOCKET_HOOKD     0: neither forward pre hooks to the project's gate
+    DOCKET_HOOKD     0: neither forward pre and post hooks to the gate
                      daemon nor start one (see docket hookd)
 
 Examples:

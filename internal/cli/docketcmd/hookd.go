@@ -25,12 +25,14 @@ import (
 const hookdUsage = `Usage:
     docket hookd [-idle D]
 
-The project's gate daemon: it runs the pre hooks that docket hook pre
-forwards to it over .docket/hookd.sock, on the hook process's own standard
-streams, keeping the parsed policy between calls (a policy whose files
-changed is loaded again; the key and configuration are read for every
-call, as in a hook process). The first pre hook that finds no daemon
-starts one. It answers only hooks of its user, its docket binary, its
+The project's gate daemon: it runs the pre and post hooks that docket
+hook pre, post and post-failure forward to it over .docket/hookd.sock, on
+the hook process's own standard streams (a post hook sends its event and
+keeps it, and receipts it itself if the daemon does not answer), keeping
+the parsed policy between calls (a policy whose files changed is loaded
+again; the key and configuration are read for every call, as in a hook
+process) and the files of its 16 most recent sessions open. The first
+pre hook that finds no daemon starts one. It answers only hooks of its user, its docket binary, its
 working directory and its environment; any other hook decides in its own
 process, and the daemon exits to make way for the one that hook starts.
 It also exits after D without a call, and within seconds once its socket
