@@ -471,8 +471,11 @@ func TestDaemon(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		code, stderr, via := p.pre(t, p.event("pwd"))
-		if code != 0 || via != "" {
-			t.Errorf("hook pre after the daemon was killed = %d (%s) via %q, want 0 in-process", code, stderr, via)
+		// In-process, or (when a daemon an earlier hook started was
+		// still starting, and took the project after the kill) by
+		// another daemon: never blocked, never the dead one.
+		if code != 0 || via != "" && p.daemonPID() == pid {
+			t.Errorf("hook pre after the daemon was killed = %d (%s) via %q, want 0 in-process or from another daemon", code, stderr, via)
 		}
 		p.waitDaemon(t) // the one that hook started, for the cleanup to stop
 	})
