@@ -53,6 +53,12 @@ type agentProject struct {
 }
 
 func newAgentProject(t *testing.T, agent string) *agentProject {
+	return newAgentProjectWith(t, agent, docketPath(t))
+}
+
+// newAgentProjectWith is newAgentProject with the hooks running the docket
+// binary hookBin.
+func newAgentProjectWith(t *testing.T, agent, hookBin string) *agentProject {
 	root := t.TempDir()
 	p := &agentProject{t: t, dir: filepath.Join(root, "project"), home: filepath.Join(root, "home"), outside: filepath.Join(root, "outside")}
 	for _, d := range []string{p.dir, p.home, p.outside} {
@@ -71,7 +77,7 @@ func newAgentProject(t *testing.T, agent string) *agentProject {
 		"LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1", "CI=1",
 	}
 	p.run(nil, "git", "init", "-q")
-	out, code := p.docket("init", "-agent", agent, "-command", docketPath(t))
+	out, code := p.docket("init", "-agent", agent, "-command", hookBin)
 	if code != 0 {
 		t.Fatalf("docket init -agent %s: exit %d\n%s", agent, code, out)
 	}

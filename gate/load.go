@@ -95,6 +95,11 @@ type Options struct {
 	// Home is the user's home directory, for "~" in policies; "" means
 	// os.UserHomeDir (and no home when there is none). Tests set it.
 	Home string
+	// Store, if set, is the store of the project rooted at dir, opened
+	// by the caller, through which the gate appends: a process that
+	// opens a gate per call (the gate daemon) keeps one Store, whose
+	// sessions stay held between calls (store.HoldRecent). Nil opens it.
+	Store *store.Store
 }
 
 // Open opens the gate of the project rooted at dir: its issuer key, its
@@ -113,7 +118,10 @@ func Open(ctx context.Context, dir string, opts Options) (*Gate, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
-	s := store.Open(dir)
+	s := opts.Store
+	if s == nil {
+		s = store.Open(dir)
+	}
 	g := &Gate{store: s, home: opts.Home, caller: opts.Caller, loaded: make(chan struct{})}
 	if g.caller == "" {
 		g.caller = "hook"

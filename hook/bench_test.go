@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/docketlog/docket/internal/hookd"
 )
 
 // Whole-process benchmarks of `docket hook pre` with a 20-policy file
@@ -129,27 +129,56 @@ var hookOld = flag.String("hook.old", "", "BenchmarkHookPreVsOld: an earlier sta
 // daemon, which decides the others, as for a user:
 //
 //	go test -run '^$' -bench HookPreVsOld -benchtime 300x ./hook -args -hook.old=/path/to/earlier/docket
-func BenchmarkHookPreVsOld(b *testing.B) {
+func BenchmarkHookPreVsOld(b *testing.B) { hookVsOld(b, "pre") }
+
+// BenchmarkHookPostVsOld is BenchmarkHookPreVsOld for `docket hook post`:
+// each round is a call of its own, whose pre hooks (untimed) decide it
+// before the post hooks, timed, receipt its execution. This tree's docket
+// forwards both to its gate daemon. Every agent call pays a pre and a post
+// hook.
+//
+//	go test -run '^$' -bench HookPostVsOld -benchtime 300x ./hook -args -hook.old=/path/to/earlier/docket
+func BenchmarkHookPostVsOld(b *testing.B) { hookVsOld(b, "post") }
+
+// hookVsOld alternates `docket hook KIND` of this tree and of -hook.old
+// with the bare process (BenchmarkHookPreVsOld).
+func hookVsOld(b *testing.B, kind string) {
 	if *hookOld == "" {
 		b.Skip("give -hook.old=BINARY, an earlier docket built with CGO_ENABLED=0")
 	}
-	p := newProject(b, filepath.Join("..", "testdata", "hook", "bench20.cedar"))
-	ev := p.fixture(b, "claude/pre-bash.json", map[string]any{"session_id": "bench", "tool_input.command": "ls src"})
+	// Each docket has a project of its own: two dockets with gate daemons
+	// in one project would make each other's daemon give way at every
+	// call.
+	p, pOld := newProject(b, filepath.Join("..", "testdata", "hook", "bench20.cedar")), newProject(b, filepath.Join("..", "testdata", "hook", "bench20.cedar"))
+	call := map[string]any{"session_id": "bench", "tool_input.command": "ls src"}
+	ev, evOld := p.fixture(b, "claude/pre-bash.json", call), pOld.fixture(b, "claude/pre-bash.json", call)
 	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "DOCKET_AUTOSYNC=0")
+	envOld := append(os.Environ(), "CLAUDE_PROJECT_DIR="+pOld.dir, "HOME="+pOld.home, "DOCKET_AUTOSYNC=0")
 	cur, bareBin := build(b, docketPkg, "CGO_ENABLED=0"), build(b, barePkg)
 	// The first call of this tree's docket starts the project's gate
-	// daemon (docket hookd), as it does for a user; stop it at the end.
-	b.Cleanup(func() { stopHookd(p.dir) })
+	// daemon (docket hookd), as it does for a user (and so may an earlier
+	// docket's); stop them at the end.
+	b.Cleanup(func() { hookd.Stop(p.dir); hookd.Stop(pOld.dir) })
+	runProcess(b, p.dir, ev, env, cur, "hook", "pre") // starts the daemon
 	var news, olds, bares []time.Duration
 	var ratios []float64
 	for i := 0; b.Loop(); i++ {
+		if kind == "post" {
+			// Each call of its own, decided (untimed) before its post
+			// hook, as an agent runs them.
+			call["tool_use_id"] = "toolu_bench_" + strconv.Itoa(i)
+			pre, preOld := p.fixture(b, "claude/pre-bash.json", call), pOld.fixture(b, "claude/pre-bash.json", call)
+			runProcess(b, p.dir, pre, env, cur, "hook", "pre")
+			runProcess(b, pOld.dir, preOld, envOld, *hookOld, "hook", "pre")
+			ev, evOld = p.fixture(b, "claude/post-bash.json", call), pOld.fixture(b, "claude/post-bash.json", call)
+		}
 		var n, o time.Duration
 		if i%2 == 0 {
-			n = runProcess(b, p.dir, ev, env, cur, "hook", "pre")
-			o = runProcess(b, p.dir, ev, env, *hookOld, "hook", "pre")
+			n = runProcess(b, p.dir, ev, env, cur, "hook", kind)
+			o = runProcess(b, pOld.dir, evOld, envOld, *hookOld, "hook", kind)
 		} else {
-			o = runProcess(b, p.dir, ev, env, *hookOld, "hook", "pre")
-			n = runProcess(b, p.dir, ev, env, cur, "hook", "pre")
+			o = runProcess(b, pOld.dir, evOld, envOld, *hookOld, "hook", kind)
+			n = runProcess(b, p.dir, ev, env, cur, "hook", kind)
 		}
 		bares = append(bares, runProcess(b, p.dir, ev, env, bareBin))
 		news, olds = append(news, n), append(olds, o)
@@ -187,7 +216,7 @@ func BenchmarkHookPreFloor(b *testing.B) {
 	ev := p.fixture(b, "claude/pre-bash.json", map[string]any{"session_id": "bench", "tool_input.command": "ls src"})
 	env := append(os.Environ(), "CLAUDE_PROJECT_DIR="+p.dir, "HOME="+p.home, "DOCKET_AUTOSYNC=0")
 	cur, bareBin := build(b, docketPkg, "CGO_ENABLED=0"), build(b, barePkg)
-	b.Cleanup(func() { stopHookd(p.dir) })
+	b.Cleanup(func() { hookd.Stop(p.dir) })
 	// The stand-in daemon's project: a short path, for the socket.
 	fake, err := os.MkdirTemp("", "hd")
 	if err != nil {
@@ -246,18 +275,6 @@ func BenchmarkHookPreFloor(b *testing.B) {
 		if k > 0 {
 			b.ReportMetric(ms(median(times[k]))/ms(median(times[0])), name+"/bare")
 		}
-	}
-}
-
-// stopHookd stops the gate daemon of the project at dir, if one runs: its
-// lock file names it.
-func stopHookd(dir string) {
-	data, err := os.ReadFile(filepath.Join(dir, ".docket", "hookd.lock"))
-	if err != nil {
-		return
-	}
-	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
 }
 

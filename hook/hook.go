@@ -128,7 +128,7 @@ func openGate(ctx context.Context, s *store.Store, home string, decides bool) fu
 				c <- opened{err: fmt.Errorf("internal error opening the gate (panic: %.200v)", r)}
 			}
 		}()
-		g, err := gate.Open(ctx, s.Project(), gate.Options{Home: home})
+		g, err := gate.Open(ctx, s.Project(), gate.Options{Home: home, Store: s})
 		if err == nil && decides {
 			g.Preload()
 		}
@@ -482,7 +482,7 @@ func DrainSpool(s *store.Store, home string) (int, error) {
 	opts := Options{Store: s, Home: home, Start: time.Now(), Logger: slog.New(slog.DiscardHandler)}
 	// The gate is opened on the first spooled event, once.
 	open := sync.OnceValues(func() (*gate.Gate, error) {
-		return gate.Open(context.Background(), s.Project(), gate.Options{Home: home})
+		return gate.Open(context.Background(), s.Project(), gate.Options{Home: home, Store: s})
 	})
 	opts.gate = func(context.Context) (*gate.Gate, error) { return open() }
 	return s.DrainSpool(-1, opts.receiptSpooled)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/docketlog/docket/internal/durable"
 )
@@ -45,18 +46,36 @@ type Appender struct {
 	appends    int // the appends journal's descriptor, -1 when closed
 	journal    int // the session's input journal's descriptor, -1 when closed
 	journalBuf *bytes.Buffer
+
+	// recent is set for an Appender the store opened itself (HoldRecent);
+	// used is when it last appended. Both are guarded by the store's
+	// heldMu.
+	recent bool
+	used   time.Time
 }
 
 // Hold opens an Appender for session and routes the store's appends to
 // the session (Append, and so gate.Gate's) through it until it is closed.
 // Hold does no I/O: the files are opened by the first append. A session
 // is held by one Appender at a time in a Store.
+//
+// A session the store holds itself (HoldRecent) is handed over: its
+// Appender is closed.
 func (s *Store) Hold(session string) (*Appender, error) {
 	name := SessionName(session)
+	var recent *Appender
+	defer func() {
+		if recent != nil {
+			_ = recent.Close() // takes heldMu itself
+		}
+	}()
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	if s.held[name] != nil {
-		return nil, fmt.Errorf("session %s is already held", name)
+	if h := s.held[name]; h != nil {
+		if !h.recent {
+			return nil, fmt.Errorf("session %s is already held", name)
+		}
+		recent = h
 	}
 	a := &Appender{s: s, name: name, appends: -1, journal: -1}
 	a.issuer = issuerCounter{s: s, held: true}
@@ -67,14 +86,77 @@ func (s *Store) Hold(session string) (*Appender, error) {
 	return a, nil
 }
 
-// holder returns the Appender holding session, nil when none does.
+// HoldRecent makes the store hold the files of the n sessions it appended
+// to last open between appends, each through an Appender of its own (as
+// Hold), for a process that appends to many sessions over a long time: the
+// gate daemon (docket hookd). An append to a session no Appender holds
+// holds it, and closes the Appender HoldRecent opened that appended least
+// recently when more than n are open. Sessions held with Hold are not
+// counted and never closed by the store. n ≤ 0 holds no more sessions;
+// ReleaseIdle(0) closes those held.
+func (s *Store) HoldRecent(n int) {
+	s.heldMu.Lock()
+	s.holdRecent = n
+	s.heldMu.Unlock()
+}
+
+// ReleaseIdle closes the Appenders HoldRecent opened that have not appended
+// for idle (all of them when idle ≤ 0), and returns how many it closed. A
+// session's next append opens its files again.
+func (s *Store) ReleaseIdle(idle time.Duration) int {
+	now := time.Now()
+	var idleOnes []*Appender
+	s.heldMu.Lock()
+	for _, a := range s.held {
+		if a.recent && (idle <= 0 || now.Sub(a.used) >= idle) {
+			idleOnes = append(idleOnes, a)
+		}
+	}
+	s.heldMu.Unlock()
+	for _, a := range idleOnes {
+		_ = a.Close()
+	}
+	return len(idleOnes)
+}
+
+// holder returns the Appender holding session, nil when none does. With
+// HoldRecent, a session none holds is held from now on, and the Appender
+// that appended least recently closed when that makes too many.
 func (s *Store) holder(session string) *Appender {
+	name := SessionName(session)
+	var evict *Appender
+	defer func() {
+		if evict != nil {
+			_ = evict.Close() // takes heldMu itself
+		}
+	}()
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	if s.held == nil {
-		return nil
+	if a := s.held[name]; a != nil || s.holdRecent <= 0 {
+		if a != nil && a.recent {
+			a.used = time.Now()
+		}
+		return a
 	}
-	return s.held[SessionName(session)]
+	a := &Appender{s: s, name: name, appends: -1, journal: -1, recent: true, used: time.Now()}
+	a.issuer = issuerCounter{s: s, held: true}
+	if s.held == nil {
+		s.held = make(map[string]*Appender)
+	}
+	n := 0
+	for _, h := range s.held {
+		if h.recent {
+			n++
+			if evict == nil || h.used.Before(evict.used) {
+				evict = h
+			}
+		}
+	}
+	if n < s.holdRecent {
+		evict = nil
+	}
+	s.held[name] = a
+	return a
 }
 
 // errClosed refuses an append through a closed Appender.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/docketlog/docket/receipts"
 )
@@ -54,6 +55,34 @@ func signLink(key ed25519.PrivateKey, session string) func(Link) ([]byte, error)
 		return receipts.Sign(key, receipts.Payload{Type: receipts.TypeDecision, SessionID: session, Sequence: l.Sequence,
 			PreviousReceiptHash: l.Previous, IssuerSequence: l.IssuerSequence, HookEvent: receipts.PreToolUse,
 			ToolName: "mcp__t__echo", Decision: receipts.Allow})
+	}
+}
+
+// startAppendProcess starts another process appending n receipts to the
+// store, to each session named by a letter of sessions in turn
+// (appendProcess).
+func startAppendProcess(t *testing.T, st *Store, n int, sessions string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "DOCKET_STORE_TEST_APPEND="+st.Project()+" "+strconv.Itoa(n)+" "+sessions)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// waitWriters waits for the writers of this process (wg) and the other
+// process, and fails on the first error any of them sent to errs.
+func waitWriters(t *testing.T, wg *sync.WaitGroup, cmd *exec.Cmd, errs chan error) {
+	t.Helper()
+	wg.Wait()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the other process: %v", err)
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Append: %v", err)
 	}
 }
 
@@ -124,12 +153,7 @@ func TestAppenderWithOtherWriters(t *testing.T) {
 		t.Fatal("Hold of a held session succeeded, want an error")
 	}
 	const perWriter = 60
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "DOCKET_STORE_TEST_APPEND="+st.Project()+" "+strconv.Itoa(perWriter)+" rh")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := startAppendProcess(t, st, perWriter, "rh")
 	var wg sync.WaitGroup
 	errs := make(chan error, 3*perWriter)
 	wg.Go(func() { // the relay's two loops: decisions and executions
@@ -155,14 +179,7 @@ func TestAppenderWithOtherWriters(t *testing.T) {
 			}
 		}
 	})
-	wg.Wait()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the other process: %v", err)
-	}
-	close(errs)
-	for err := range errs {
-		t.Fatalf("Append: %v", err)
-	}
+	waitWriters(t, &wg, cmd, errs)
 	checkIssuer(t, st, key, 4*perWriter)
 }
 
@@ -302,4 +319,91 @@ func TestAppenderJournalAndClose(t *testing.T) {
 	} else {
 		a2.Close()
 	}
+}
+
+// A store that holds its recent sessions (HoldRecent, the gate daemon's)
+// keeps at most n open, hands one over to Hold, closes the idle ones, and
+// stays correct beside other writers: another process and another Store
+// appending to the same sessions while it moves between more sessions
+// than it holds.
+func TestHoldRecent(t *testing.T) {
+	st, _ := newKeyedStore(t)
+	key, err := st.Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const held, perWriter = 2, 60
+	st.HoldRecent(held)
+	sessions := []string{"a", "b", "c"}
+	cmd := startAppendProcess(t, st, perWriter, "abc")
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*perWriter)
+	for w := range 2 { // two calls of the daemon at once
+		wg.Go(func() {
+			for i := range perWriter {
+				s := sessions[(i+w)%len(sessions)]
+				if _, err := st.Append(s, AppendOptions{}, signLink(key, s)); err != nil {
+					errs <- err
+				}
+				if n := recentHeld(st); n > held {
+					errs <- fmt.Errorf("%d sessions held, want at most %d", n, held)
+				}
+			}
+		})
+	}
+	wg.Go(func() { // a hook of this process: its own files
+		other := Open(st.Project())
+		for i := range perWriter {
+			s := sessions[i%len(sessions)]
+			if _, err := other.Append(s, AppendOptions{}, signLink(key, s)); err != nil {
+				errs <- err
+			}
+		}
+	})
+	waitWriters(t, &wg, cmd, errs)
+	checkIssuer(t, st, key, 4*perWriter)
+
+	// Hold takes a session over from HoldRecent.
+	if _, err := st.Append("a", AppendOptions{}, signLink(key, "a")); err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.Hold("a")
+	if err != nil {
+		t.Fatalf("Hold of a session HoldRecent holds = %v, want it handed over", err)
+	}
+	if _, err := st.Append("a", AppendOptions{}, signLink(key, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if n := recentHeld(st); n < 1 || n > held-1 {
+		t.Errorf("with a handed over to Hold, %d sessions held by the store, want 1..%d", n, held-1)
+	} else if got := st.ReleaseIdle(0); got != n {
+		t.Errorf("ReleaseIdle(0) = %d, want %d", got, n)
+	}
+	if n := recentHeld(st); n != 0 {
+		t.Errorf("after ReleaseIdle(0), %d sessions held by the store, want 0", n)
+	}
+	if _, err := a.Append(AppendOptions{}, signLink(key, "a")); err != nil {
+		t.Errorf("Append through Hold's Appender after ReleaseIdle = %v", err)
+	}
+	a.Close()
+	if _, err := st.Append("b", AppendOptions{}, signLink(key, "b")); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.ReleaseIdle(time.Hour); got != 0 {
+		t.Errorf("ReleaseIdle(1h) right after an append = %d, want 0", got)
+	}
+	checkIssuer(t, st, key, 4*perWriter+4)
+}
+
+// recentHeld counts the sessions the store holds itself (HoldRecent).
+func recentHeld(s *Store) int {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	n := 0
+	for _, a := range s.held {
+		if a.recent {
+			n++
+		}
+	}
+	return n
 }

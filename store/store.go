@@ -136,9 +136,11 @@ type Store struct {
 	dir string
 
 	heldMu sync.Mutex // guards held
-	// held are the Appenders of the sessions held open (Hold), by
-	// SessionName.
+	// held are the Appenders of the sessions held open (Hold,
+	// HoldRecent), by SessionName.
 	held map[string]*Appender
+	// holdRecent is how many sessions HoldRecent holds; 0: none.
+	holdRecent int
 }
 
 // Open returns the store of the project rooted at project.
@@ -358,8 +360,14 @@ var ErrChainCorrupt = errors.New("session chain is corrupt")
 // the chain as needed. While the session is held (Hold), the append goes
 // through its Appender, with the same locks and the same fsync.
 func (s *Store) Append(session string, opts AppendOptions, build func(Link) ([]byte, error)) (Head, error) {
-	if a := s.holder(session); a != nil {
-		return a.append(session, opts, build)
+	for a := s.holder(session); a != nil; a = s.holder(session) {
+		head, err := a.append(session, opts, build)
+		if !errors.Is(err, errClosed) {
+			return head, err
+		}
+		// Closed between holder and append (HoldRecent closed it as
+		// the least recent, or its holder closed it): nothing was
+		// written; the session's current holder, or none, takes it.
 	}
 	// The issuer lock is taken first, then the chain's: every append takes
 	// both in this order.

@@ -49,6 +49,13 @@ const sendWithin = 2
 //
 // It uses only package syscall, so that it can run before package os is
 // initialised.
+//
+// A post hook never loses its event to the daemon: the client reads the
+// event first (Stdin) and sends the bytes; unless the daemon answers an
+// exit code, Forward returns ok false and the caller receipts the event
+// itself, reading Stdin before the rest of its standard input. A daemon
+// that died after appending the execution leaves it receipted twice, never
+// lost.
 func Forward(args []string, start int64) (code int, ok bool) {
 	dir, _ := syscall.Getenv("CLAUDE_PROJECT_DIR")
 	wd, err := syscall.Getwd()
@@ -86,11 +93,29 @@ func Forward(args []string, start int64) (code int, ok bool) {
 	if uid, err := PeerUID(fd); err != nil || uid != syscall.Getuid() {
 		return 0, false
 	}
+	post := Post(args)
+	var in []byte
+	if post {
+		var complete bool
+		in, complete = readStdin()
+		Stdin, StdinRead = in, true
+		if !complete {
+			return 0, false // too long, or not closed in time: the hook says so
+		}
+	}
+	// noAnswer is a daemon that read the whole request and gave no exit
+	// code: a pre hook blocks, a post hook receipts its event itself.
+	noAnswer := func(why string) (int, bool) {
+		if post {
+			return 0, false
+		}
+		return blocked(why)
+	}
 	send := syscall.Timeval{Sec: sendWithin}
 	if syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &send) != nil {
 		return 0, false
 	}
-	req := (&Request{Start: start, Exe: exe, Dir: wd, Args: args, Env: syscall.Environ()}).Encode()
+	req := (&Request{Start: start, Exe: exe, Dir: wd, Args: args, Env: syscall.Environ(), Piped: post, Stdin: in}).Encode()
 	// The daemon acts only on a whole request: a failure while sending
 	// leaves nothing done.
 	n, err := syscall.SendmsgN(fd, req, syscall.UnixRights(0, 1, 2), nil, 0)
@@ -106,7 +131,7 @@ func Forward(args []string, start int64) (code int, ok bool) {
 	}
 	tv := syscall.Timeval{Sec: answerWithin}
 	if syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv) != nil {
-		return blocked("setting the answer timeout")
+		return noAnswer("setting the answer timeout")
 	}
 	var reply [2]byte
 	got := 0
@@ -118,8 +143,15 @@ func Forward(args []string, start int64) (code int, ok bool) {
 		if errno == syscall.EINTR {
 			continue
 		}
+		if errno == syscall.ECONNRESET && got == 0 {
+			// Closed with bytes of the request unread, or never
+			// accepted (a daemon that exited with hooks queued on its
+			// socket): it never ran the hook, which acts only on a
+			// whole request.
+			return 0, false
+		}
 		if errno != 0 || m == 0 {
-			return blocked("it took the call and gave no answer")
+			return noAnswer("it took the call and gave no answer")
 		}
 		got += int(m)
 	}
@@ -129,7 +161,60 @@ func Forward(args []string, start int64) (code int, ok bool) {
 	case replyDecline:
 		return 0, false
 	}
-	return blocked("its answer is malformed")
+	return noAnswer("its answer is malformed")
+}
+
+// readWithin bounds reading a post hook's event, in milliseconds: the
+// hook's default deadline.
+const readWithin = 10_000
+
+// pollFd is struct pollfd.
+type pollFd struct {
+	fd              int32
+	events, revents int16
+}
+
+// readStdin reads standard input to its end, up to MaxStdin+1 bytes and
+// for at most readWithin, and reports whether it read it all.
+func readStdin() (data []byte, complete bool) {
+	var tv syscall.Timeval
+	_ = syscall.Gettimeofday(&tv)
+	end := tv.Nano()/1e6 + readWithin
+	buf := make([]byte, 0, 16<<10)
+	for len(buf) <= MaxStdin {
+		_ = syscall.Gettimeofday(&tv)
+		left := end - tv.Nano()/1e6
+		if left <= 0 {
+			return buf, false
+		}
+		pfd := pollFd{fd: 0, events: 1} // POLLIN
+		ts := syscall.Timespec{Sec: left / 1000, Nsec: left % 1000 * 1e6}
+		n, _, errno := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return buf, false
+		}
+		if n == 0 {
+			return buf, false // timed out
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := syscall.Read(0, buf[len(buf):min(cap(buf), MaxStdin+1)])
+		if err == syscall.EINTR || err == syscall.EAGAIN {
+			continue
+		}
+		if err != nil {
+			return buf, false
+		}
+		if m == 0 {
+			return buf, true
+		}
+		buf = buf[:len(buf)+m]
+	}
+	return buf, false // longer than any event the hook takes
 }
 
 // blocked reports a daemon that may have taken the call without answering:

@@ -1,6 +1,7 @@
-// Package hookd is the protocol between `docket hook pre` and the
-// project's gate daemon (`docket hookd`), a long-lived docket process that
-// keeps the policy parsed between calls.
+// Package hookd is the protocol between `docket hook pre` (and `post`,
+// `post-failure`) and the project's gate daemon (`docket hookd`), a
+// long-lived docket process that keeps the policy parsed and its recent
+// sessions' files open between calls.
 //
 // The hook process does almost nothing itself: it connects to the
 // project's socket (.docket/hookd.sock), passes its standard input, output
@@ -8,7 +9,10 @@
 // and the identity of its executable, and exits with the code the daemon
 // answers. The daemon runs the same hook code on those descriptors, so the
 // agent sees the same bytes and the same exit code as from an in-process
-// hook.
+// hook. A post hook reads its event first and sends the bytes instead of
+// its standard input, and keeps them: unless the daemon answers an exit
+// code, it receipts the event in its own process (Stdin), so that an
+// execution is never lost to a daemon that died holding it.
 //
 // Fail closed:
 //   - No daemon, a socket that does not answer, a peer of another user, or
@@ -16,9 +20,16 @@
 //     directory or environment): nothing was read from standard input, and
 //     the hook decides in its own process (the daemon never decides for a
 //     request it declined).
-//   - A daemon that took the request and gave no exit code (it died, or
-//     did not answer within the hook's deadline): the call may have been
-//     read and recorded, so the hook blocks it (exit 2).
+//   - A connection reset before any answer: the daemon closed it with
+//     bytes of the request unread (Linux resets a unix socket closed with
+//     data in its queue, and the hooks still queued on a listener that
+//     closes), so it never ran the hook: a daemon exiting (idle, or giving
+//     way to another binary or environment) with hooks queued on its
+//     socket. The hook decides in-process.
+//   - A daemon that took the request and gave no exit code (it closed the
+//     connection after reading the request, died, or did not answer within
+//     the hook's deadline): the call may have been read and recorded, so
+//     the hook blocks it (exit 2).
 //
 // The client side ([Forward]) imports only os and syscall, so that it can
 // run from the init of a package the docket binary initialises before
@@ -28,6 +39,7 @@ package hookd
 
 import (
 	"errors"
+	"syscall"
 )
 
 // SocketName is the daemon's socket, in the project's .docket directory.
@@ -53,8 +65,23 @@ const (
 // magic starts every request.
 const magic = "DKH1"
 
-// maxRequest bounds a request (arguments and environment).
-const maxRequest = 1 << 20
+// maxRequest bounds a request (arguments, environment and a post hook's
+// event).
+const maxRequest = 4 << 20
+
+// MaxStdin is the most of a post hook's event the client reads and sends:
+// the hook's own bound (hook.MaxInput, held equal by a test). A longer
+// event is the in-process hook's to refuse.
+const MaxStdin = 1 << 20
+
+// Stdin is what the client read of its standard input before it gave the
+// hook back to this process (a post hook the daemon did not answer), and
+// StdinRead whether it read any: the in-process hook reads Stdin first,
+// then the rest of its standard input.
+var (
+	Stdin     []byte
+	StdinRead bool
+)
 
 // maxPath is the longest socket path a sockaddr_un holds.
 const maxPath = 107
@@ -66,25 +93,42 @@ type Request struct {
 	Dir   string   // its working directory
 	Args  []string // its arguments after "docket hook"
 	Env   []string // its environment
+	// Piped is set for a post hook: its event is Stdin, which the client
+	// read and keeps, so that it can receipt the event itself when the
+	// daemon does not answer. A pre hook's standard input is the
+	// descriptor passed with the request.
+	Piped bool
+	Stdin []byte
 }
 
 // Forwardable reports whether the arguments after "docket hook" are those
-// of a pre hook the daemon may run: "pre" with at most an -agent flag.
-// Anything else (another hook, -deadline, -h, a bad flag) runs in-process.
-func Forwardable(args []string) bool {
-	pre := false
+// of a hook the daemon may run: "pre", "post" or "post-failure" with at
+// most an -agent flag. Anything else (a session hook, -deadline, -h, a bad
+// flag) runs in-process.
+func Forwardable(args []string) bool { return kindOf(args) != "" }
+
+// Post reports whether the arguments after "docket hook" are those of a
+// forwardable post hook ("post" or "post-failure").
+func Post(args []string) bool {
+	k := kindOf(args)
+	return k == "post" || k == "post-failure"
+}
+
+// kindOf returns the hook of a forwardable command line, "" for another.
+func kindOf(args []string) string {
+	kind := ""
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
-		case a == "pre" && !pre:
-			pre = true
+		case (a == "pre" || a == "post" || a == "post-failure") && kind == "":
+			kind = a
 		case (a == "-agent" || a == "--agent") && i+1 < len(args):
 			i++
 		case len(a) > 7 && a[:7] == "-agent=" || len(a) > 8 && a[:8] == "--agent=":
 		default:
-			return false
+			return ""
 		}
 	}
-	return pre
+	return kind
 }
 
 // SocketPath returns the daemon's socket of the project rooted at dir.
@@ -107,6 +151,12 @@ func (r *Request) Encode() []byte {
 	b = putU32(b, uint32(len(r.Env)))
 	for _, e := range r.Env {
 		b = putString(b, e)
+	}
+	if r.Piped {
+		b = putU32(b, 1)
+		b = append(putU32(b, uint32(len(r.Stdin))), r.Stdin...)
+	} else {
+		b = putU32(b, 0)
 	}
 	n := uint32(len(b) - 8)
 	b[4], b[5], b[6], b[7] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
@@ -143,6 +193,14 @@ func DecodeRequest(b []byte) (*Request, error) {
 	r.Dir = d.str()
 	r.Args = d.strs()
 	r.Env = d.strs()
+	switch d.u32() {
+	case 0:
+	case 1:
+		r.Piped = true
+		r.Stdin = d.take(int(d.u32()))
+	default:
+		d.bad = true
+	}
 	if d.bad || len(d.b) != 0 {
 		return nil, ErrRequest
 	}
@@ -202,3 +260,25 @@ func ExitReply(code int) []byte { return []byte{replyExit, byte(code)} }
 
 // DeclineReply is the daemon's answer for a request it did not run.
 func DeclineReply() []byte { return []byte{replyDecline, 0} }
+
+// Stop sends SIGTERM to the gate daemon of the project rooted at dir, if
+// its lock file (LockName) names one, and reports whether it did. (Tests
+// and benchmarks stop the daemons their hooks started with it; a user
+// removes the socket.)
+func Stop(dir string) bool {
+	fd, err := syscall.Open(dir+"/.docket/"+LockName, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	var buf [32]byte
+	n, _ := syscall.Read(fd, buf[:])
+	syscall.Close(fd)
+	pid := 0
+	for _, c := range buf[:max(n, 0)] {
+		if c < '0' || c > '9' {
+			break
+		}
+		pid = pid*10 + int(c-'0')
+	}
+	return pid > 0 && syscall.Kill(pid, syscall.SIGTERM) == nil
+}

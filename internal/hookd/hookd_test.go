@@ -2,6 +2,7 @@ package hookd_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketlog/docket/hook"
 	"github.com/docketlog/docket/internal/hookd"
 )
 
@@ -23,6 +25,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		req  hookd.Request
 	}{
 		{"empty", hookd.Request{}},
+		{"post", hookd.Request{Dir: "/p", Args: []string{"post"}, Piped: true, Stdin: []byte(`{"session_id":"s"}`)}},
 		{"hook", hookd.Request{Start: 1764170000123456789, Exe: [5]int64{1, 2, 3, -4, 5}, Dir: "/p", Args: []string{"pre", "-agent", "gemini"}, Env: []string{"A=1", "B=", "HOME=/h"}}},
 	}
 	for _, tt := range tests {
@@ -37,7 +40,8 @@ func TestRequestRoundTrip(t *testing.T) {
 				t.Fatalf("DecodeRequest: %v", err)
 			}
 			if got.Start != tt.req.Start || got.Exe != tt.req.Exe || got.Dir != tt.req.Dir ||
-				strings.Join(got.Args, "\x00") != strings.Join(tt.req.Args, "\x00") || strings.Join(got.Env, "\x00") != strings.Join(tt.req.Env, "\x00") {
+				strings.Join(got.Args, "\x00") != strings.Join(tt.req.Args, "\x00") || strings.Join(got.Env, "\x00") != strings.Join(tt.req.Env, "\x00") ||
+				got.Piped != tt.req.Piped || string(got.Stdin) != string(tt.req.Stdin) {
 				t.Errorf("DecodeRequest(Encode(%+v)) = %+v", tt.req, got)
 			}
 			if _, err := hookd.DecodeRequest(b[:len(b)-1]); err == nil {
@@ -64,6 +68,13 @@ func FuzzDecodeRequest(f *testing.F) {
 	})
 }
 
+// The client reads as much of a post hook's event as the hook takes.
+func TestMaxStdin(t *testing.T) {
+	if hookd.MaxStdin != hook.MaxInput {
+		t.Errorf("hookd.MaxStdin = %d, want hook.MaxInput %d", hookd.MaxStdin, hook.MaxInput)
+	}
+}
+
 func TestForwardable(t *testing.T) {
 	tests := []struct {
 		name string
@@ -73,7 +84,10 @@ func TestForwardable(t *testing.T) {
 		{"pre", []string{"pre"}, true},
 		{"agent before", []string{"-agent", "gemini", "pre"}, true},
 		{"agent after", []string{"pre", "-agent=codex"}, true},
-		{"post", []string{"post"}, false},
+		{"post", []string{"post"}, true},
+		{"post-failure", []string{"-agent", "gemini", "post-failure"}, true},
+		{"session start", []string{"session-start"}, false},
+		{"pre and post", []string{"pre", "post"}, false},
 		{"no kind", nil, false},
 		{"agent without value", []string{"pre", "-agent"}, false},
 		{"deadline", []string{"pre", "-deadline", "1s"}, false},
@@ -170,16 +184,33 @@ func (p *project) cmd(t *testing.T, stdin []byte, args ...string) *exec.Cmd {
 
 // event is a Claude Code PreToolUse event for a Bash command.
 func (p *project) event(command string) []byte {
-	return []byte(`{"session_id":"s1","cwd":` + strconv.Quote(p.dir) + `,"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":` + strconv.Quote(command) + `},"tool_use_id":"t"}`)
+	return p.callEvent("PreToolUse", "s1", "t", command)
+}
+
+// callEvent is a Claude Code event (PreToolUse, PostToolUse) of session
+// for the Bash call id running command.
+func (p *project) callEvent(name, session, id, command string) []byte {
+	post := ""
+	if name == "PostToolUse" {
+		post = `,"tool_response":{"stdout":"ok","stderr":"","interrupted":false}`
+	}
+	return []byte(`{"session_id":` + strconv.Quote(session) + `,"cwd":` + strconv.Quote(p.dir) + `,"hook_event_name":"` + name +
+		`","tool_name":"Bash","tool_input":{"command":` + strconv.Quote(command) + `},"tool_use_id":` + strconv.Quote(id) + post + `}`)
 }
 
 // pre runs docket hook pre on the event and returns its exit code and
 // stderr, and the "via" of the hook's log line (hookd when the daemon ran
-// it).
+// it). It reads the log's last line: one hook at a time.
 func (p *project) pre(t *testing.T, event []byte, env ...string) (code int, stderr, via string) {
 	t.Helper()
+	return p.hook(t, "pre", event, env...)
+}
+
+// hook is pre for the hook kind.
+func (p *project) hook(t *testing.T, kind string, event []byte, env ...string) (code int, stderr, via string) {
+	t.Helper()
 	before, _ := os.ReadFile(p.log)
-	cmd := p.cmd(t, event, "hook", "pre")
+	cmd := p.cmd(t, event, "hook", kind)
 	cmd.Env = append(cmd.Env, env...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
@@ -234,6 +265,45 @@ func (p *project) stopDaemon(t *testing.T) {
 	}
 }
 
+// issuerSequences verifies every session chain of the project (docket
+// verify) and that their receipts' issuer sequences are 1..n, each once,
+// and returns n.
+func (p *project) issuerSequences(t *testing.T) int {
+	t.Helper()
+	chains, _ := filepath.Glob(filepath.Join(p.dir, ".docket", "sessions", "*.jsonl"))
+	verify := p.cmd(t, nil, append([]string{"verify", "-key-file", filepath.Join(p.dir, ".docket", "issuer.key")}, chains...)...)
+	if out, err := verify.CombinedOutput(); err != nil {
+		t.Fatalf("docket verify: %v\n%s", err, out)
+	}
+	seen := map[int64]bool{}
+	for _, c := range chains {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+			var r struct {
+				Payload struct {
+					IssuerSequence int64 `json:"issuer_sequence"`
+				} `json:"payload"`
+			}
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatal(err)
+			}
+			if seen[r.Payload.IssuerSequence] {
+				t.Fatalf("issuer sequence %d twice", r.Payload.IssuerSequence)
+			}
+			seen[r.Payload.IssuerSequence] = true
+		}
+	}
+	for i := 1; i <= len(seen); i++ {
+		if !seen[int64(i)] {
+			t.Fatalf("issuer sequences of %d receipts miss %d", len(seen), i)
+		}
+	}
+	return len(seen)
+}
+
 func receipts(t *testing.T, p *project) int {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(p.dir, ".docket", "sessions", "s1.jsonl"))
@@ -278,14 +348,71 @@ func TestDaemon(t *testing.T) {
 			}
 		})
 	}
-	if n := receipts(t, p); n != 1+len(steps) {
-		t.Errorf("receipts in the session chain = %d, want %d", n, 1+len(steps))
+	// A post hook goes through the daemon too, with its event in the
+	// request.
+	t.Run("post", func(t *testing.T) {
+		code, stderr, via := p.hook(t, "post", p.callEvent("PostToolUse", "s1", "t", "ls src"))
+		if code != 0 || stderr != "" || via != "hookd" {
+			t.Errorf("hook post = %d (%q) via %q, want 0 via hookd", code, stderr, via)
+		}
+	})
+	if n := receipts(t, p); n != 2+len(steps) {
+		t.Errorf("receipts in the session chain = %d, want %d", n, 2+len(steps))
 	}
 	// The chain the daemon appended to verifies as one chain.
 	verify := p.cmd(t, nil, "verify", "-key-file", filepath.Join(p.dir, ".docket", "issuer.key"), filepath.Join(p.dir, ".docket", "sessions", "s1.jsonl"))
 	if out, err := verify.CombinedOutput(); err != nil {
 		t.Errorf("docket verify: %v\n%s", err, out)
 	}
+
+	// The daemon holds its sessions' files open between calls
+	// (store.HoldRecent); hooks in their own processes (pre with
+	// DOCKET_HOOKD=0, post) append to the same sessions at the same time.
+	t.Run("other writers", func(t *testing.T) {
+		before := p.issuerSequences(t)
+		logBefore, _ := os.ReadFile(p.log)
+		const rounds = 8
+		var wg sync.WaitGroup
+		for w, off := range []string{"", "DOCKET_HOOKD=0", "", "DOCKET_HOOKD=0"} {
+			wg.Go(func() {
+				for i := range rounds {
+					session := []string{"s1", "s2", "s3"}[(i+w)%3]
+					id := "w" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
+					pre := p.cmd(t, p.callEvent("PreToolUse", session, id, "pwd"), "hook", "pre")
+					if off != "" {
+						pre.Env = append(pre.Env, off)
+					}
+					if out, err := pre.CombinedOutput(); err != nil {
+						t.Errorf("hook pre %s: %v (%s), want exit 0", id, err, out)
+					}
+					post := p.cmd(t, p.callEvent("PostToolUse", session, id, "pwd"), "hook", "post")
+					if out, err := post.CombinedOutput(); err != nil {
+						t.Errorf("hook post %s: %v\n%s", id, err, out)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		logAfter, _ := os.ReadFile(p.log)
+		// Each hook logs one line (O_APPEND); the daemon's say so.
+		pre, post := 0, 0
+		for _, l := range bytes.Split(logAfter[len(logBefore):], []byte("\n")) {
+			if bytes.Contains(l, []byte(`"via":"hookd"`)) {
+				if bytes.Contains(l, []byte(`"msg":"hook pre"`)) {
+					pre++
+				} else {
+					post++
+				}
+			}
+		}
+		if pre == 0 || pre > 2*rounds || post == 0 {
+			t.Errorf("%d pre hooks (want 1..%d) and %d post hooks (want some) went through the daemon", pre, 2*rounds, post)
+		}
+		got := p.issuerSequences(t)
+		if want := before + 4*rounds*2; got != want {
+			t.Errorf("receipts with issuer sequences 1..n, each once: %d, want %d", got, want)
+		}
+	})
 
 	t.Run("other environment", func(t *testing.T) {
 		old := p.daemonPID()
@@ -302,6 +429,38 @@ func TestDaemon(t *testing.T) {
 		}
 	})
 
+	// Hooks of two environments at once make the daemons give way to
+	// each other again and again: a daemon that exits resets the hooks
+	// queued on its socket, and those decide in their own process.
+	// None is blocked.
+	t.Run("two environments at once", func(t *testing.T) {
+		before := p.issuerSequences(t)
+		const rounds = 10
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for i := range rounds {
+					pre := p.cmd(t, p.callEvent("PreToolUse", "s1", "e"+strconv.Itoa(w)+"-"+strconv.Itoa(i), "pwd"), "hook", "pre")
+					pre.Env = append(pre.Env, "DOCKET_TEST_OTHER="+strconv.Itoa(w%2))
+					if out, err := pre.CombinedOutput(); err != nil {
+						t.Errorf("hook pre (environment %d): %v (%s), want exit 0", w%2, err, out)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if got, want := p.issuerSequences(t), before+4*rounds; got != want {
+			t.Errorf("receipts = %d, want %d", got, want)
+		}
+		// The next steps start from the daemon of this environment: stop
+		// whichever the last hooks left, and start one.
+		p.stopDaemon(t)
+		if code, stderr, _ := p.pre(t, p.event("pwd")); code != 0 {
+			t.Fatalf("hook pre = %d (%s), want 0", code, stderr)
+		}
+		p.waitDaemon(t)
+	})
+
 	t.Run("killed daemon", func(t *testing.T) {
 		p.waitDaemon(t)
 		pid := p.daemonPID()
@@ -312,8 +471,11 @@ func TestDaemon(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		code, stderr, via := p.pre(t, p.event("pwd"))
-		if code != 0 || via != "" {
-			t.Errorf("hook pre after the daemon was killed = %d (%s) via %q, want 0 in-process", code, stderr, via)
+		// In-process, or (when a daemon an earlier hook started was
+		// still starting, and took the project after the kill) by
+		// another daemon: never blocked, never the dead one.
+		if code != 0 || via != "" && p.daemonPID() == pid {
+			t.Errorf("hook pre after the daemon was killed = %d (%s) via %q, want 0 in-process or from another daemon", code, stderr, via)
 		}
 		p.waitDaemon(t) // the one that hook started, for the cleanup to stop
 	})
@@ -337,20 +499,31 @@ func TestDaemon(t *testing.T) {
 
 // TestPeerWithoutAnswer: a peer on the socket that is not a working
 // daemon. One that takes the request and never answers, or answers
-// nonsense, blocks the call; one that declines leaves it to the hook's
-// own process.
+// nonsense, blocks the call; one that declines, or closes with the request
+// unread, leaves it to the hook's own process.
 func TestPeerWithoutAnswer(t *testing.T) {
 	tests := []struct {
 		name     string
 		reply    []byte // nil: close after reading the request
+		partial  bool   // read only the request's first bytes
+		kind     string // the hook, pre when empty
 		code     int
 		receipts int
 		stderr   string
 	}{
 		{name: "closes", reply: nil, code: 2, stderr: "gave no answer"},
+		// Closed with the request unread: never run there (as a daemon
+		// that exits with hooks queued on its socket).
+		{name: "closes unread", reply: nil, partial: true, code: 0, receipts: 1},
 		{name: "half an answer", reply: []byte{'X'}, code: 2, stderr: "gave no answer"},
 		{name: "nonsense", reply: []byte("ZZ"), code: 2, stderr: "malformed"},
 		{name: "declines", reply: hookd.DeclineReply(), code: 0, receipts: 1},
+		// A post hook keeps its event: whatever the peer does short of
+		// an exit code, the hook receipts it itself.
+		{name: "post, closes", kind: "post", reply: nil, code: 0, receipts: 1},
+		{name: "post, half an answer", kind: "post", reply: []byte{'X'}, code: 0, receipts: 1},
+		{name: "post, nonsense", kind: "post", reply: []byte("ZZ"), code: 0, receipts: 1},
+		{name: "post, declines", kind: "post", reply: hookd.DeclineReply(), code: 0, receipts: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -367,7 +540,7 @@ func TestPeerWithoutAnswer(t *testing.T) {
 						return
 					}
 					head := make([]byte, 8)
-					if _, err := readFull(c, head); err == nil {
+					if _, err := readFull(c, head); err == nil && !tt.partial {
 						if n, err := hookd.RequestLen(head); err == nil {
 							_, _ = readFull(c, make([]byte, n-8))
 						}
@@ -378,7 +551,11 @@ func TestPeerWithoutAnswer(t *testing.T) {
 					c.Close()
 				}
 			}()
-			code, stderr, _ := p.pre(t, p.event("ls src"))
+			kind, event := "pre", p.event("ls src")
+			if tt.kind == "post" {
+				kind, event = "post", p.callEvent("PostToolUse", "s1", "t", "ls src")
+			}
+			code, stderr, _ := p.hook(t, kind, event)
 			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
 				t.Errorf("hook pre = %d (%q), want %d (%q)", code, stderr, tt.code, tt.stderr)
 			}

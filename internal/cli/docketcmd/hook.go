@@ -1,6 +1,7 @@
 package docketcmd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -60,7 +61,7 @@ Environment:
     DOCKET_HOOK_LOG  append one JSON log line per run to this file
     DOCKET_AUTOSYNC  0: do not start docket sync in the background (for CI
                      jobs that run docket sync themselves at the end)
-    DOCKET_HOOKD     0: neither forward pre hooks to the project's gate
+    DOCKET_HOOKD     0: neither forward pre and post hooks to the gate
                      daemon nor start one (see docket hookd)
 
 Examples:
@@ -69,7 +70,12 @@ Examples:
 `
 
 func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	code := runHookFrom(ctx, processStart, false, args, stdin, stdout, stderr)
+	if hookd.StdinRead {
+		// A post hook the gate daemon did not answer: the event, or its
+		// start, was read before the daemon was asked.
+		stdin = io.MultiReader(bytes.NewReader(hookd.Stdin), stdin)
+	}
+	code := runHookFrom(ctx, processStart, nil, args, stdin, stdout, stderr)
 	if hookd.Fast && hook.ParseInvocation(args).Kind == hook.Pre {
 		startHookd() // the next pre hooks are forwarded to it
 	}
@@ -77,9 +83,9 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 }
 
 // runHookFrom runs the hook of a process that started at start, in this
-// process or, daemon true, for a hook process that forwarded it (its log
-// line says so).
-func runHookFrom(ctx context.Context, start time.Time, daemon bool, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// process or, held set, for a hook process that forwarded it to the gate
+// daemon, whose store held is (its log line says so).
+func runHookFrom(ctx context.Context, start time.Time, held *store.Store, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	inv := hook.ParseInvocation(args)
 	if inv.Help || len(args) == 0 && isTerminal(stdin) {
 		// Never 0: an agent must not read a help request as an allow.
@@ -96,7 +102,9 @@ func runHookFrom(ctx context.Context, start time.Time, daemon bool, args []strin
 		StartSync: func(s *store.Store) { startSync(s, stderr) },
 	}
 	opts.Home, _ = os.UserHomeDir()
-	if project, err := store.ProjectDir(); err != nil {
+	if held != nil {
+		opts.Store = held
+	} else if project, err := store.ProjectDir(); err != nil {
 		opts.Err = err
 	} else {
 		opts.Store = store.Open(project)
@@ -105,7 +113,7 @@ func runHookFrom(ctx context.Context, start time.Time, daemon bool, args []strin
 		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
 			defer f.Close()
 			opts.Logger = slog.New(slog.NewJSONHandler(f, nil))
-			if daemon {
+			if held != nil {
 				opts.Logger = opts.Logger.With("via", "hookd")
 			}
 		}

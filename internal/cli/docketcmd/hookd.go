@@ -1,6 +1,7 @@
 package docketcmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,12 +25,14 @@ import (
 const hookdUsage = `Usage:
     docket hookd [-idle D]
 
-The project's gate daemon: it runs the pre hooks that docket hook pre
-forwards to it over .docket/hookd.sock, on the hook process's own standard
-streams, keeping the parsed policy between calls (a policy whose files
-changed is loaded again; the key and configuration are read for every
-call, as in a hook process). The first pre hook that finds no daemon
-starts one. It answers only hooks of its user, its docket binary, its
+The project's gate daemon: it runs the pre and post hooks that docket
+hook pre, post and post-failure forward to it over .docket/hookd.sock, on
+the hook process's own standard streams (a post hook sends its event and
+keeps it, and receipts it itself if the daemon does not answer), keeping
+the parsed policy between calls (a policy whose files changed is loaded
+again; the key and configuration are read for every call, as in a hook
+process) and the files of its 16 most recent sessions open. The first
+pre hook that finds no daemon starts one. It answers only hooks of its user, its docket binary, its
 working directory and its environment; any other hook decides in its own
 process, and the daemon exits to make way for the one that hook starts.
 It also exits after D without a call, and within seconds once its socket
@@ -43,6 +46,14 @@ Options:
 
 // hookdIdle is how long a daemon waits for a call before it exits.
 const hookdIdle = 10 * time.Minute
+
+// hookdHeld is how many sessions' files a daemon keeps open between calls
+// (store.HoldRecent): an agent's session appends on every call, and a
+// project rarely runs more sessions at once.
+const hookdHeld = 16
+
+// hookdHeldIdle is how long a session's files stay open without an append.
+const hookdHeldIdle = time.Minute
 
 func runHookd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("docket hookd", hookdUsage, stderr)
@@ -95,7 +106,14 @@ func serveHookd(ctx context.Context, idle time.Duration) error {
 	if err := os.Chmod(path, 0o600); err != nil {
 		return err
 	}
-	self := hookdSelf{dir: mustGetwd(), env: sortedEnv(os.Environ())}
+	// One store for every call: the files of the sessions it appended to
+	// last stay open between calls (each append still takes the locks,
+	// reads the counter and head again and fdatasyncs, so the hooks in
+	// other processes, docket sync and a relay stay correct beside it).
+	st := store.Open(project)
+	st.HoldRecent(hookdHeld)
+	defer st.ReleaseIdle(0)
+	self := hookdSelf{dir: mustGetwd(), env: sortedEnv(os.Environ()), store: st}
 	if self.exe, err = hookd.ExeID(); err != nil {
 		return err
 	}
@@ -108,7 +126,7 @@ func serveHookd(ctx context.Context, idle time.Duration) error {
 		<-ctx.Done()
 		ln.Close()
 	}()
-	go watchSocket(ctx, cancel, path)
+	go watchSocket(ctx, cancel, path, st)
 	var running sync.WaitGroup
 	defer running.Wait()
 	for {
@@ -146,8 +164,9 @@ const hookdWatch = 2 * time.Second
 // can reach it any more, so it does not wait out its idle time.
 var errGone = errors.New("its socket was removed")
 
-// watchSocket cancels the daemon once path is no longer its socket.
-func watchSocket(ctx context.Context, cancel context.CancelCauseFunc, path string) {
+// watchSocket cancels the daemon once path is no longer its socket, and
+// closes the files of st's sessions idle for hookdHeldIdle.
+func watchSocket(ctx context.Context, cancel context.CancelCauseFunc, path string, st *store.Store) {
 	fi0, err := os.Stat(path)
 	if err != nil {
 		cancel(errGone)
@@ -164,15 +183,17 @@ func watchSocket(ctx context.Context, cancel context.CancelCauseFunc, path strin
 				cancel(errGone)
 				return
 			}
+			st.ReleaseIdle(hookdHeldIdle)
 		}
 	}
 }
 
 // hookdSelf is what a request must match for the daemon to run it.
 type hookdSelf struct {
-	exe [5]int64
-	dir string
-	env []string
+	exe   [5]int64
+	dir   string
+	env   []string
+	store *store.Store // the project's, for every call
 }
 
 // serve runs one forwarded hook, and reports whether the daemon should
@@ -208,7 +229,11 @@ func (s hookdSelf) serve(ctx context.Context, c *net.UnixConn) (stale bool) {
 		_, _ = c.Write(hookd.DeclineReply())
 		return true
 	}
-	code := runHookFrom(ctx, time.Unix(0, req.Start), true, req.Args, files[0], files[1], files[2])
+	var stdin io.Reader = files[0]
+	if req.Piped { // a post hook's event, which the hook keeps
+		stdin = bytes.NewReader(req.Stdin)
+	}
+	code := runHookFrom(ctx, time.Unix(0, req.Start), s.store, req.Args, stdin, files[1], files[2])
 	_, _ = c.Write(hookd.ExitReply(code))
 	return false
 }
