@@ -633,15 +633,35 @@ func (l *Log) sequencer(ctx context.Context) {
 // Config.PaceBatches). A batch takes time to integrate: it is handed over
 // that much sooner, by the shortest of the last batches' times, so that
 // a slow disk (a batch taking longer than the interval) holds nothing. A
-// checkpoint published meanwhile moves the time on.
+// checkpoint published meanwhile moves the time on. Nothing is held while
+// the checkpoint cannot be read, nor after the one read at start, whose
+// publication time is unknown, nor for longer than maxPaceHold (with a
+// long interval, holding buys little and the requests held wait without
+// a deadline).
 func (l *Log) pace(ctx context.Context, batch []*seqReq, max int) []*seqReq {
 	lead := time.Duration(0)
 	if l.tookN >= len(l.took) {
 		lead = slices.Min(l.took[:])
 	}
-	l.pub.check(ctx)
+	if l.pub.check(ctx) != nil {
+		return batch // with no checkpoint to read, the driver publishes at once
+	}
 	latest, _ := l.pub.state()
-	wait := time.Until(latest.at.Add(l.cfg.CheckpointInterval - lead))
+	if !latest.fresh {
+		// A checkpoint first read at start may be older than that: the
+		// driver goes by the time it was written.
+		return batch
+	}
+	// The longest hold: entries held are waiting for no timeout.
+	last := time.Now().Add(maxPaceHold)
+	until := func() time.Duration {
+		d := latest.at.Add(l.cfg.CheckpointInterval - lead)
+		if d.After(last) {
+			d = last
+		}
+		return time.Until(d)
+	}
+	wait := until()
 	if wait <= 0 {
 		return batch
 	}
@@ -653,7 +673,7 @@ func (l *Log) pace(ctx context.Context, batch []*seqReq, max int) []*seqReq {
 			batch = append(batch, r)
 		case <-latest.next:
 			latest, _ = l.pub.state()
-			t.Reset(time.Until(latest.at.Add(l.cfg.CheckpointInterval - lead)))
+			t.Reset(until())
 		case <-t.C:
 			return batch
 		case <-ctx.Done():
@@ -662,6 +682,9 @@ func (l *Log) pace(ctx context.Context, batch []*seqReq, max int) []*seqReq {
 	}
 	return batch
 }
+
+// maxPaceHold bounds how long pace holds a batch, whatever the interval.
+const maxPaceHold = time.Second
 
 // cleanUp calls Config.Cleanup, if set. Only the sequencer calls it,
 // between batches.

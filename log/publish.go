@@ -51,7 +51,10 @@ type published struct {
 	size uint64
 	raw  []byte
 	at   time.Time // when the log first saw it
-	next chan struct{}
+	// fresh: at is when the checkpoint was published, to within a poll
+	// (it replaced one the log had seen), not when the log started.
+	fresh bool
+	next  chan struct{}
 
 	// nodesMu guards nodes and tiles: the tree nodes and hash tiles read or
 	// computed so far for proofs in this checkpoint's tree.
@@ -130,7 +133,7 @@ func (p *publisher) check(ctx context.Context) error {
 	}
 	old := p.latest
 	p.checked = time.Now()
-	p.latest = &published{size: cp.Size, raw: raw, at: p.checked, next: make(chan struct{})}
+	p.latest = &published{size: cp.Size, raw: raw, at: p.checked, fresh: old.raw != nil, next: make(chan struct{})}
 	close(old.next)
 	p.l.logger.Debug("checkpoint published", "size", cp.Size, "grew", cp.Size-old.size, "after", p.latest.at.Sub(old.at))
 	return p.failed(nil, nil)
