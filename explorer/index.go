@@ -50,9 +50,10 @@ CREATE TABLE IF NOT EXISTS entries (
 	seq INTEGER, iseq INTEGER, kind TEXT NOT NULL, event TEXT, tool TEXT, decision TEXT, reason TEXT,
 	policies TEXT, at INTEGER, issued TEXT, prev BLOB, dech BLOB, enforced INTEGER, hw INTEGER, final INTEGER, head BLOB, err TEXT);
 CREATE INDEX IF NOT EXISTS sessions_sid ON sessions (sid);
-CREATE INDEX IF NOT EXISTS entries_hash ON entries (hash);
 CREATE INDEX IF NOT EXISTS entries_issuer ON entries (issuer, idx);
 CREATE INDEX IF NOT EXISTS entries_session ON entries (session, seq, idx);
+CREATE INDEX IF NOT EXISTS entries_hash8 ON entries (substr(hash, 1, 8));
+DROP INDEX IF EXISTS entries_hash;
 CREATE TABLE IF NOT EXISTS hourly (
 	hour INTEGER NOT NULL, issuer INTEGER NOT NULL, outcome TEXT NOT NULL, n INTEGER NOT NULL,
 	PRIMARY KEY (hour, issuer, outcome)) WITHOUT ROWID;
@@ -536,4 +537,24 @@ func parseRef(s string) ([]byte, bool) {
 	s = strings.TrimPrefix(strings.TrimSpace(s), "sha256:")
 	b, err := hex.DecodeString(s)
 	return b, err == nil && len(b) == 32
+}
+
+// byHash is the condition on entries e that finds the receipts of chain
+// hash h, and its arguments: through the index of the hashes' first 8
+// bytes, then the whole hash.
+//
+// That index replaced one of the whole 32 bytes (an index kept by an
+// earlier version is given it when opened, from its rows): the hashes
+// are in random order, so each entry committed goes to a random place
+// of the index, and an index of a quarter of the size costs a third
+// less to write at 6·10^5 entries (BenchmarkIndexCommit).
+func byHash(h []byte) (string, []any) {
+	return "substr(e.hash, 1, 8) = ? AND e.hash = ?", []any{h[:8:8], h}
+}
+
+// firstByHash selects the first entry below size whose receipt has chain
+// hash h.
+func (x *index) firstByHash(ctx context.Context, h []byte, size uint64) *sql.Row {
+	c, args := byHash(h)
+	return x.db.QueryRowContext(ctx, "SELECT e.idx FROM entries e WHERE "+c+" AND e.idx < ? ORDER BY e.idx LIMIT 1", append(args, size)...)
 }
