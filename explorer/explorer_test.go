@@ -952,6 +952,21 @@ func TestEarlierIndexMigrated(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.db.Close()
+	// Before the follower migrates it, lookups by hash read the earlier
+	// index.
+	x, err = openIndex(t.Context(), index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := parseRef(receipts.ChainHash(is.Sessions["sess-a"].All[1]))
+	var n uint64
+	if err := x.firstByHash(t.Context(), first, 100).Scan(&n); err != nil || n != 1 || !x.wholeHash {
+		t.Errorf("before migrating: receipt 1 at entry %d, %v (whole-hash index %v), want 1", n, err, x.wholeHash)
+	}
+	if plan := queryPlan(t, x, first); !strings.Contains(plan, "entries_hash ") && !strings.Contains(plan, "entries_hash(") {
+		t.Errorf("before migrating, a lookup by hash: plan %q, want the index entries_hash", plan)
+	}
+	x.db.Close()
 
 	cf := &countingFetcher{Fetcher: dirFetcher(t, l.Dir)}
 	e, srv := newExplorer(t, cf, v, index)
@@ -982,8 +997,16 @@ func TestEarlierIndexMigrated(t *testing.T) {
 		}
 	}
 	h, _ := parseRef(receipts.ChainHash(is.Sessions["sess-a"].All[0]))
+	plan := queryPlan(t, e.idx, h)
+	if !strings.Contains(plan, "entries_hash8") {
+		t.Errorf("a lookup by hash: plan %q, want the index entries_hash8", plan)
+	}
+}
+
+// queryPlan is how SQLite finds the receipts of chain hash h in x.
+func queryPlan(t *testing.T, x *index, h []byte) string {
 	c, args := byHash(h)
-	rows, err = e.idx.db.Query("EXPLAIN QUERY PLAN SELECT e.idx FROM entries e WHERE "+c, args...)
+	rows, err := x.db.Query("EXPLAIN QUERY PLAN SELECT e.idx FROM entries e WHERE "+c, args...)
 	details, err := collect(rows, err, func(rows *sql.Rows, d *string) error {
 		var id, parent, unused int
 		return rows.Scan(&id, &parent, &unused, d)
@@ -991,8 +1014,5 @@ func TestEarlierIndexMigrated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := strings.Join(details, "; ")
-	if !strings.Contains(plan, "entries_hash8") {
-		t.Errorf("a lookup by hash: plan %q, want the index entries_hash8", plan)
-	}
+	return strings.Join(details, "; ")
 }

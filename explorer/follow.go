@@ -31,6 +31,11 @@ var chunk uint64 = 16384
 // whenever Refresh asks or cfg.Refresh has passed.
 func (e *Explorer) follow(ctx context.Context) {
 	defer close(e.stopped)
+	// An earlier version's index gets its new indexes first; pages answer
+	// meanwhile from the indexes it has.
+	if err := e.idx.migrate(ctx); err != nil {
+		e.cfg.Logger.Warn("explorer index", "err", err)
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

@@ -34,6 +34,9 @@ import (
 // size they were given, so a page never shows what is being written.
 type index struct {
 	db *sql.DB
+	// wholeHash is set when opened with an earlier version's index of
+	// whole receipt hashes, which migrate replaces.
+	wholeHash bool
 }
 
 const schema = `
@@ -52,8 +55,6 @@ CREATE TABLE IF NOT EXISTS entries (
 CREATE INDEX IF NOT EXISTS sessions_sid ON sessions (sid);
 CREATE INDEX IF NOT EXISTS entries_issuer ON entries (issuer, idx);
 CREATE INDEX IF NOT EXISTS entries_session ON entries (session, seq, idx);
-CREATE INDEX IF NOT EXISTS entries_hash8 ON entries (substr(hash, 1, 8));
-DROP INDEX IF EXISTS entries_hash;
 CREATE TABLE IF NOT EXISTS hourly (
 	hour INTEGER NOT NULL, issuer INTEGER NOT NULL, outcome TEXT NOT NULL, n INTEGER NOT NULL,
 	PRIMARY KEY (hour, issuer, outcome)) WITHOUT ROWID;
@@ -96,7 +97,42 @@ func openIndex(ctx context.Context, path string) (*index, error) {
 		db.Close()
 		return nil, fmt.Errorf("creating the explorer index: %w", err)
 	}
-	return &index{db: db}, nil
+	x := &index{db: db}
+	// The index of the receipt hashes' first 8 bytes: created at once in
+	// an index without rows or that has it, else built by the follower
+	// (migrate) while pages use the earlier index of whole hashes.
+	err = db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'index' AND name = 'entries_hash')`).Scan(&x.wholeHash)
+	if err == nil && !x.wholeHash {
+		_, err = db.ExecContext(ctx, hashIndex)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("creating the explorer index: %w", err)
+	}
+	return x, nil
+}
+
+// hashIndex is the index of the receipt hashes' first 8 bytes (byHash).
+const hashIndex = `CREATE INDEX IF NOT EXISTS entries_hash8 ON entries (substr(hash, 1, 8))`
+
+// migrate replaces the index of whole receipt hashes of an index kept by
+// an earlier version with the index of their first 8 bytes, built from
+// the hashes it stores (a sort; no entry is read from the log or verified
+// again), in one transaction. Pages answer meanwhile: byHash's condition
+// reads either index.
+func (x *index) migrate(ctx context.Context) error {
+	if !x.wholeHash {
+		return nil
+	}
+	tx, err := x.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, hashIndex+`; DROP INDEX IF EXISTS entries_hash`); err != nil {
+		return fmt.Errorf("migrating the index of receipt hashes: %w", err)
+	}
+	return tx.Commit()
 }
 
 // state is what the index has verified: the prefix [0, size) of the log,
@@ -544,7 +580,8 @@ func parseRef(s string) ([]byte, bool) {
 // bytes, then the whole hash.
 //
 // That index replaced one of the whole 32 bytes (an index kept by an
-// earlier version is given it when opened, from its rows): the hashes
+// earlier version is given it by migrate; until then the condition reads
+// the earlier index, through its e.hash = ?): the hashes
 // are in random order, so each entry committed goes to a random place
 // of the index, and an index of a quarter of the size costs a third
 // less to write at 6·10^5 entries (BenchmarkIndexCommit).
