@@ -244,7 +244,7 @@ func parseLedgerEntry(leaf []byte) parsed {
 		p.r.flags = flagBad
 		return p
 	}
-	hash := sha256.Sum256(e.Receipt)
+	hash := e.Hash
 	m := e.Payload
 	str := func(k string) string { s, _ := m[k].(string); return s }
 	p.r.hash = hash
@@ -320,19 +320,21 @@ func quote(s string) string { return strconv.Quote(s) }
 // callPrint is what an execution and the decision it executes share: the
 // tool name and the tool input hash (each clipped as a Record keeps it).
 func callPrint(tool, input string) [32]byte {
-	h := sha256.New()
-	h.Write([]byte(tool))
-	h.Write([]byte{0})
-	h.Write([]byte(input))
-	return [32]byte(h.Sum(nil))
+	var buf [2*(64+len("…sha256:")+64) + 1]byte // both clipped (Clip): no allocation
+	return sha256.Sum256(append(append(append(buf[:0], tool...), 0), input...))
 }
 
 // chainHash decodes a chain hash, "sha256:" and 64 lowercase hex digits.
 func chainHash(s string) ([32]byte, bool) {
 	var h [32]byte
 	rest, ok := strings.CutPrefix(s, "sha256:")
-	if !ok || len(rest) != 64 || strings.ToLower(rest) != rest {
+	if !ok || len(rest) != 64 {
 		return h, false
+	}
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; 'A' <= c && c <= 'F' {
+			return h, false // lowercase only
+		}
 	}
 	if _, err := hex.Decode(h[:], []byte(rest)); err != nil {
 		return h, false

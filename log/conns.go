@@ -69,6 +69,11 @@ func LimitConns(ln net.Listener, max int) *ConnLimiter {
 	}
 }
 
+// ConnsFDs returns the most connections a ConnLimiter of max holds open
+// at once: max admitted, those being refused, and one accepted and
+// waiting for a place. Each is a file descriptor.
+func ConnsFDs(max int) int { return max + refusalsFor(max) + 1 }
+
 // refusalsFor is how many connections a limiter of max refuses at once.
 func refusalsFor(n int) int { return max(16, n/4) }
 

@@ -153,6 +153,8 @@ func newTestLog(t testing.TB, dir string, mod func(*Config)) (*testLog, note.Ver
 	cfg := Config{Driver: driver, Index: index, Signer: s, VKey: vkey}
 	if _, ok := index.(*mysql.Index); ok { // the MySQL or the AWS storage
 		cfg.CheckpointInterval = max(mysql.MinCheckpointInterval, aws.MinCheckpointInterval)
+	} else {
+		cfg.PaceBatches = true // as docket-log runs the POSIX storage
 	}
 	if mod != nil {
 		mod(&cfg)

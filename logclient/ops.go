@@ -195,8 +195,10 @@ func (h *HTTPOps) ReadRemote(ctx context.Context, path string, limit int64) ([]b
 	if resp.ContentLength > sent {
 		return nil, fmt.Errorf("GET %s: %w: Content-Length %d, limit %d", u.Redacted(), ErrTooLarge, resp.ContentLength, sent)
 	}
+	size := int64(0) // the body's length, when it is not compressed
 	switch enc {
 	case "", "identity":
+		size = resp.ContentLength
 	case "gzip":
 		zr, err := gzip.NewReader(io.LimitReader(resp.Body, sent))
 		if err != nil {
@@ -207,7 +209,7 @@ func (h *HTTPOps) ReadRemote(ctx context.Context, path string, limit int64) ([]b
 	default:
 		return nil, fmt.Errorf("GET %s: unsupported Content-Encoding %q", u.Redacted(), enc)
 	}
-	data, err := readLimited(body, limit)
+	data, err := readLimited(body, limit, size)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u.Redacted(), err)
 	}
@@ -238,15 +240,22 @@ func (h *HTTPOps) post(ctx context.Context, body []byte, limit int64) ([]byte, e
 	if resp.StatusCode != http.StatusOK {
 		return nil, statusError(resp)
 	}
-	return readLimited(resp.Body, limit)
+	return readLimited(resp.Body, limit, resp.ContentLength)
 }
 
-// readLimited reads r to its end, failing with ErrTooLarge past limit bytes.
-func readLimited(r io.Reader, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
+// readLimited reads r to its end, failing with ErrTooLarge past limit
+// bytes. size, when positive, is the length r announces (a file's, a
+// response's Content-Length): the buffer is allocated once for it instead
+// of doubling, but nothing relies on it being right.
+func readLimited(r io.Reader, limit, size int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if size > 0 {
+		buf.Grow(int(min(size, limit)) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
 		return nil, err
 	}
+	data := buf.Bytes()
 	if int64(len(data)) > limit {
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
 	}
@@ -286,7 +295,7 @@ func (d DirOps) ReadRemote(_ context.Context, path string, limit int64) ([]byte,
 	case fi.Size() > limit:
 		return nil, fmt.Errorf("%s: %w: %d bytes, limit %d", f.Name(), ErrTooLarge, fi.Size(), limit)
 	}
-	data, err := readLimited(f, limit)
+	data, err := readLimited(f, limit, fi.Size())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Name(), err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/docketlog/docket/internal/strictjson"
 )
@@ -62,7 +61,17 @@ func HashJSON(v any) (string, error) {
 }
 
 func isHex(s string) bool {
-	return strings.IndexFunc(s, func(r rune) bool {
-		return !('0' <= r && r <= '9' || 'a' <= r && r <= 'f')
-	}) < 0
+	ok := true
+	for i := 0; i < len(s); i++ {
+		ok = ok && lowerHex[s[i]]
+	}
+	return ok
 }
+
+// lowerHex reports the bytes isHex accepts.
+var lowerHex = func() (t [256]bool) {
+	for _, c := range "0123456789abcdef" {
+		t[c] = true
+	}
+	return t
+}()

@@ -22,7 +22,7 @@ func checkSame(t testing.TB, pub, msg, sig []byte) bool {
 	}
 	got := false
 	if A, err := new(edwards25519.Point).SetBytes(pub); err == nil && len(pub) == 32 {
-		got = verifyWith(newMultiples(A), pub, msg, sig)
+		got = verifyWith(newMultiples(A, keyWindow), pub, msg, sig)
 	}
 	if got != want {
 		t.Fatalf("verifyWith(%x, %q, %x) = %v, crypto/ed25519 says %v", pub, msg, sig, got, want)
@@ -180,35 +180,51 @@ func TestVerifyEd25519Adversarial(t *testing.T) {
 }
 
 func TestDigits(t *testing.T) {
-	for range 1000 {
-		var b [64]byte
-		rand.Read(b[:])
-		s, _ := edwards25519.NewScalar().SetUniformBytes(b[:])
-		d := digits(s.Bytes())
-		// Σ d[i]·16^i, computed with scalars, must give s back.
-		sum := edwards25519.NewScalar()
-		pow := edwards25519.NewScalar()
-		pow.SetCanonicalBytes(append([]byte{1}, make([]byte, 31)...))
-		sixteen, _ := edwards25519.NewScalar().SetCanonicalBytes(append([]byte{16}, make([]byte, 31)...))
-		for i := range 64 {
-			if d[i] < -8 || d[i] > 8 {
-				t.Fatalf("digit %d = %d, out of range", i, d[i])
+	for _, w := range []uint{4, 5, 6, 8} {
+		t.Run(fmt.Sprintf("w=%d", w), func(t *testing.T) {
+			two, _ := edwards25519.NewScalar().SetCanonicalBytes(append([]byte{2}, make([]byte, 31)...))
+			radix := edwards25519.NewScalar().Set(two) // 2^w
+			for range w - 1 {
+				radix.Multiply(radix, two)
 			}
-			v := make([]byte, 32)
-			v[0] = byte(abs8(d[i]))
-			x, _ := edwards25519.NewScalar().SetCanonicalBytes(v)
-			x.Multiply(x, pow)
-			if d[i] < 0 {
-				sum.Subtract(sum, x)
-			} else {
-				sum.Add(sum, x)
+			for range 1000 {
+				var b [64]byte
+				rand.Read(b[:])
+				s, _ := edwards25519.NewScalar().SetUniformBytes(b[:])
+				var d [64]int32
+				n := digits(s.Bytes(), w, &d)
+				// Σ d[i]·2^(w·i), computed with scalars, must give s back.
+				sum := edwards25519.NewScalar()
+				pow := edwards25519.NewScalar()
+				pow.SetCanonicalBytes(append([]byte{1}, make([]byte, 31)...))
+				for i := range n {
+					if half := int32(1) << (w - 1); d[i] < -half || d[i] > half {
+						t.Fatalf("digit %d = %d, out of range", i, d[i])
+					}
+					v := make([]byte, 32)
+					v[0], v[1] = byte(abs32(d[i])), byte(abs32(d[i])>>8)
+					x, _ := edwards25519.NewScalar().SetCanonicalBytes(v)
+					x.Multiply(x, pow)
+					if d[i] < 0 {
+						sum.Subtract(sum, x)
+					} else {
+						sum.Add(sum, x)
+					}
+					pow.Multiply(pow, radix)
+				}
+				if sum.Equal(s) != 1 {
+					t.Fatalf("digits(%x, %d) do not sum to it", s.Bytes(), w)
+				}
 			}
-			pow.Multiply(pow, sixteen)
-		}
-		if sum.Equal(s) != 1 {
-			t.Fatalf("digits(%x) do not sum to it", s.Bytes())
-		}
+		})
 	}
+}
+
+func abs32(d int32) int32 {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 func FuzzVerifyEd25519(f *testing.F) {
@@ -241,7 +257,7 @@ func BenchmarkVerifyEd25519(b *testing.B) {
 	b.Run("build", func(b *testing.B) {
 		A, _ := new(edwards25519.Point).SetBytes(pub)
 		for b.Loop() {
-			newMultiples(A)
+			newMultiples(A, keyWindow)
 		}
 	})
 }
@@ -270,5 +286,25 @@ func TestVerifyEd25519CacheBounds(t *testing.T) {
 		if n > 4*maxTables || tables > maxTables+1 {
 			t.Fatalf("after %d keys the cache holds %d keys and %d tables", i+1, n, tables)
 		}
+	}
+}
+
+// BenchmarkVerifyEd25519Keys verifies with 20 keys in turn, as a log of
+// 20 issuers is read: the tables compete for the caches.
+func BenchmarkVerifyEd25519Keys(b *testing.B) {
+	type signed struct{ pub, msg, sig []byte }
+	var s []signed
+	for range 20 {
+		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+		msg := bytes.Repeat([]byte("r"), 600)
+		s = append(s, signed{pub, msg, ed25519.Sign(priv, msg)})
+	}
+	i := 0
+	for b.Loop() {
+		e := &s[i%len(s)]
+		if !verifyEd25519(e.pub, e.msg, e.sig) {
+			b.Fatal("invalid")
+		}
+		i++
 	}
 }

@@ -26,6 +26,9 @@ type Entry struct {
 	PublicKey ed25519.PublicKey
 	// Receipt is the receipt in JCS form.
 	Receipt []byte
+	// Hash is the SHA-256 of Receipt: the receipt's chain hash is
+	// "sha256:" and its lowercase hex.
+	Hash [32]byte
 	// KID, SessionID and Sequence are read from the receipt.
 	KID       string
 	SessionID string
@@ -134,7 +137,7 @@ func ParseEntryKnown(data []byte, known func(receipt []byte, pub ed25519.PublicK
 	if rc.sig == nil || !(known != nil && known(c, pub)) && !verifyEd25519(pub, rc.signingInput, rc.sig) {
 		return nil, fmt.Errorf("%w: bad Ed25519 signature", ErrEntrySignature)
 	}
-	e := &Entry{PublicKey: pub, Receipt: c, KID: rc.kid}
+	e := &Entry{PublicKey: pub, Receipt: c, Hash: rc.sum, KID: rc.kid}
 	if n := e.leafSize(); n > MaxEntrySize {
 		return nil, fmt.Errorf("%w: canonical leaf is %d bytes, limit %d", ErrEntryTooLarge, n, MaxEntrySize)
 	}

@@ -3,6 +3,7 @@ package receipts
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -121,7 +122,8 @@ type receipt struct {
 	signingInput []byte
 	sig          []byte
 	kid          string
-	hash         string // sha256 of JCS(whole receipt)
+	hash         string   // sha256 of JCS(whole receipt)
+	sum          [32]byte // that SHA-256
 	embeddedKey  bool
 	// unsigned names the first member of an envelope that the signature
 	// does not cover and the envelope does not allow (see unsignedMember),
@@ -185,7 +187,8 @@ func receiptOf(obj map[string]any, whole, payloadJCS []byte) (rc receipt, cause,
 			return rc, CauseMalformed, err.Error()
 		}
 	}
-	rc.hash, rc.top = sha256Ref(whole), obj
+	rc.sum, rc.top = sha256.Sum256(whole), obj
+	rc.hash = "sha256:" + hex.EncodeToString(rc.sum[:])
 	switch sig := obj["signature"].(type) {
 	case map[string]any:
 		if rc.signingInput == nil {
@@ -197,7 +200,7 @@ func receiptOf(obj map[string]any, whole, payloadJCS []byte) (rc receipt, cause,
 		}
 		rc.kid, _ = sig["kid"].(string)
 		s, _ := sig["sig"].(string)
-		if rc.sig, err = hex.DecodeString(s); err != nil || len(rc.sig) != ed25519.SignatureSize || strings.ToLower(s) != s {
+		if rc.sig, err = hex.DecodeString(s); err != nil || len(rc.sig) != ed25519.SignatureSize || !isHex(s) {
 			rc.sig = nil // checked as a bad signature
 		}
 		_, rc.embeddedKey = payload["public_key"]

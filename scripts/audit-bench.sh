@@ -36,11 +36,17 @@ timed() { # name, command...
 	grep -E '^docket: (audited|monitor: no alert)' "$dir.err" | sed -E 's/ against.*| and is consistent.*|; [0-9]+ new.*//' | tr '\n' ' ' || true
 	awk -F': ' '/Elapsed \(wall/ {w=$2} /User time/ {u=$2} /System time/ {s=$2} /Maximum resident/ {r=$2}
 		END {k=split(w, p, ":"); secs=0; for (i=1; i<=k; i++) secs=secs*60+p[i]
-		printf "wall %s (%.0f receipts/s), cpu %.1f s (%.0f receipts/cpu-s), peak RSS %.0f MB (%.0f B/receipt)\n", w, n/secs, u+s, n/(u+s), r/1024, r*1024/n}' n="$n" "$dir.err"
+		printf "wall %s (%.0f receipts/s", w, n/secs; if (fw > 0) printf ", %.0f%% of the floor", 100*n/secs/fw
+		printf "), cpu %.1f s (%.0f receipts/cpu-s", u+s, n/(u+s); if (fc > 0) printf ", %.0f%% of the floor", 100*n/(u+s)/fc
+		printf "), peak RSS %.0f MB (%.0f B/receipt)\n", r/1024, r*1024/n}' n="$n" fw="${floor_wall:-0}" fc="${floor_cpu:-0}" "$dir.err"
 }
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $n receipts"
-"$dir.audit.test" -test.run '^$' -test.bench 'Floor|Stream' -test.benchtime 1x -audit.dir "$dir" -audit.url "http://$addr" 2>/dev/null | grep -E '^Benchmark'
+"$dir.audit.test" -test.run '^$' -test.bench 'Floor|Stream' -test.benchtime 1x -audit.dir "$dir" -audit.url "http://$addr" 2>/dev/null | grep -E '^Benchmark' >"$dir.floor" || true
+cat "$dir.floor"
+# The floor's rates, by wall clock and per CPU-second, for the ratios below.
+floor_wall=$(awk '/^BenchmarkFloor/ {for (i = 2; i <= NF; i++) if ($i == "verifications/s") print $(i-1)}' "$dir.floor")
+floor_cpu=$(awk '/^BenchmarkFloor/ {for (i = 2; i <= NF; i++) if ($i == "verifications/cpu-s") print $(i-1)}' "$dir.floor")
 cd "$dir"
 timed "docket audit, storage directory" "$dir.docket" audit -log log -log-key "$vkey" -jwks issuers.jwks -evidence "$dir.ev" chains/*.jsonl
 timed "docket audit, loopback HTTP" "$dir.docket" audit -log "http://$addr" -log-key "$vkey" -jwks issuers.jwks -evidence "$dir.ev" chains/*.jsonl

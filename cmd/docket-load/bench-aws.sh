@@ -85,7 +85,10 @@ dbstat() { mariadb --socket="$W/sock" -uroot -N -e "SHOW GLOBAL STATUS WHERE Var
 # time per answered entry of the server, of mariadbd and of the S3 server,
 # and the database's statements and InnoDB fsyncs per entry (the deltas of
 # SHOW GLOBAL STATUS over the run; the idle server's few ticks included).
-# Then LONE lone writes to each; then reads of tiles and entry bundles
+# After the rounds, a summary: each row's entries/s as a share of Tessera's
+# server's in the same round, and the median for single adds (the target
+# is 70%). Then LONE lone writes to each (docket-log's p99 is printed
+# against the 1.2 s target); then reads of tiles and entry bundles
 # (64 clients), in turn, from the bucket docket-log wrote and from
 # docket-log on POSIX, ROUNDS times each. With OLD set to a docket-log binary, that
 # binary is measured too, with single adds, on a database and bucket of
@@ -120,22 +123,24 @@ interleaved() {
 			# leaves behind weighs on all alike.
 			for j in $(seq 0 $((targets - 1))); do
 				case $(( (j + round - 1) % targets )) in
-				0) run "$DOCKET" "docket-log-aws, $n clients (round $round)" -url http://127.0.0.1:17790 -clients "$n" ;;
+				0) KEY="$round $n single"; run "$DOCKET" "docket-log-aws, $n clients (round $round)" -url http://127.0.0.1:17790 -clients "$n" ;;
 				1) for b in $(echo "$BATCH" | tr , ' '); do
-					run "$DOCKET" "docket-log-aws, $b per request, $((n / b)) clients (round $round)" -url http://127.0.0.1:17790 \
+					KEY="$round $n batch$b"; run "$DOCKET" "docket-log-aws, $b per request, $((n / b)) clients (round $round)" -url http://127.0.0.1:17790 \
 						-batch "$b" -clients $(( (n + b - 1) / b ))
 				done ;;
-				2) run "$RAW" "tessera-aws until published, $n clients (round $round)" -url http://127.0.0.1:17791 \
+				2) KEY="$round $n tessera"; run "$RAW" "tessera-aws until published, $n clients (round $round)" -url http://127.0.0.1:17791 \
 					-checkpoint-url "$S3/tessera-bench" -mode tessera-published -clients "$n" ;;
-				3) run "$OLDPID" "docket-log-aws OLD, $n clients (round $round)" -url http://127.0.0.1:17797 -clients "$n" ;;
+				3) KEY="$round $n old"; run "$OLDPID" "docket-log-aws OLD, $n clients (round $round)" -url http://127.0.0.1:17797 -clients "$n" ;;
 				esac
 			done
 		done
 		uptime
 	done
-	"$W/docket-load" -url http://127.0.0.1:17790 -label "docket-log-aws" -rates , -clients 0 -lone "$LONE" | tail -n 1
+	summary
+	"$W/docket-load" -url http://127.0.0.1:17790 -label "docket-log-aws" -rates , -clients 0 -lone "$LONE" | tail -n 1 | tee "$W/lone"
 	"$W/docket-load" -url http://127.0.0.1:17791 -checkpoint-url "$S3/tessera-bench" -mode tessera-published \
 		-label "tessera-aws, until published" -rates , -clients 0 -lone "$LONE" | tail -n 1
+	awk -F'|' -v n="$LONE" '{ printf "lone write to its proof: p50 %s ms, p99 %s ms (the largest of %d), %.2f of the 1,200 ms target\n", $9 + 0, $11 + 0, n, $11 / 1200 }' "$W/lone"
 	kill $RAW ${OLDPID:-}
 
 	# Reads, in turn: the bucket docket-log -storage aws wrote, served by
@@ -155,6 +160,30 @@ interleaved() {
 		"$W/docket-load" -mode reads -url "$S3/docket-bench1" -label "reads: S3 server (round $round)" -clients 64 -duration "$DURATION" | tail -n 1
 		"$W/docket-load" -mode reads -url http://127.0.0.1:17795 -label "reads: docket-log -storage posix (round $round)" -clients 64 -duration "$DURATION" | tail -n 1
 	done
+}
+
+# summary prints, for each round and client count, each docket-log row's
+# entries/s as a share of Tessera's server's in the same round (the target
+# is 70%), and the median share of single adds at each client count.
+summary() {
+	[ -s "$W/summary" ] || return 0
+	echo
+	awk '{ v[$1 " " $2 " " $3] = $4; if ($3 != "tessera") kinds[$3] = 1; ns[$2] = 1; rounds[$1] = 1 }
+	END {
+		for (n in ns) {
+			k = 0
+			for (r in rounds) {
+				t = v[r " " n " tessera"]; line = ""
+				for (kind in kinds) if ((r " " n " " kind) in v && t > 0) {
+					line = line sprintf(" %s %.0f%%", kind, 100 * v[r " " n " " kind] / t)
+					if (kind == "single") s[++k] = v[r " " n " " kind] / t
+				}
+				printf "%s clients, round %s: Tessera %d/s;%s\n", n, r, t, line
+			}
+			for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (s[j] < s[i]) { x = s[i]; s[i] = s[j]; s[j] = x }
+			if (k > 0) printf "%s clients: single adds, median %.0f%% of Tessera (target 70%%)\n", n, 100 * (k % 2 ? s[(k + 1) / 2] : (s[k / 2] + s[k / 2 + 1]) / 2)
+		}
+	}' "$W/summary" | sort -n
 }
 
 # run PID LABEL ARGS...: one closed-loop row, then the CPU per answered
@@ -178,6 +207,7 @@ run() {
 		if (ok == 0) { printf "%s - | - | - | - | - |\n", $0; next }
 		printf "%s %d | %d | %d | %.2f | %.3f |\n", $0, us / ok, db / ok, s3 / ok, q[1] / ok, q[2] / ok
 	}' "$W/row"
+	if [ -n "${KEY:-}" ]; then awk -F'|' -v k="$KEY" '{ print k, $8 + 0 }' "$W/row" >>"$W/summary"; fi
 	if [ -n "${DBSTATS_OUT:-}" ]; then echo "$label" >>"$DBSTATS_OUT"; join "$W/st0" "$W/st1" | awk '{ print "  " $1, $3 - $2 }' >>"$DBSTATS_OUT"; fi
 }
 

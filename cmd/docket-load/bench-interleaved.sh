@@ -9,6 +9,8 @@
 # POST /add of that many entries per request, from CLIENTS/that many
 # clients (as many entries in flight). With OLD set to a docket-log
 # binary, that binary is measured too (before and after, in one run).
+# At the end it prints every row against raw Tessera's row of the same
+# round with as many entries in flight: % of its rate, × its CPU per entry.
 # The servers listen on PORT, PORT+1 and PORT+2 of 127.0.0.1 (default
 # 17790: set another when another benchmark runs on the machine).
 # Usage (from the repository root):
@@ -67,7 +69,7 @@ run() {
 	c0=$(cpu_us "$pid")
 	"$W/docket-load" -label "$label" -rates , -duration "$DURATION" -bodies "$BODIES" "$@" | tail -n 1 >"$W/row"
 	c1=$(cpu_us "$pid")
-	awk -F'|' -v us=$((c1 - c0)) '{ ok = $5 + 0; printf "%s %s |\n", $0, (ok > 0 ? int(us / ok) : "-") }' "$W/row"
+	awk -F'|' -v us=$((c1 - c0)) '{ ok = $5 + 0; printf "%s %s |\n", $0, (ok > 0 ? int(us / ok) : "-") }' "$W/row" | tee -a "$W/rows"
 }
 uptime
 echo "| target | offered/s | sent | ok | 503 | other | sustained/s | p50 ms | p90 ms | p99 ms | max ms | server CPU µs/entry |"
@@ -103,3 +105,29 @@ for round in $(seq "$ROUNDS"); do
 	done
 	uptime
 done
+
+# Each row against raw Tessera's row of the same round and client count.
+echo
+echo "| target | clients | round | % of raw's rate | × raw's CPU per entry |"
+echo "|---|---|---|---|---|"
+awk -F'|' '
+{
+	label = $2; sub(/^ */, "", label); sub(/ *$/, "", label)
+	round = label; sub(/.*\(round /, "", round); sub(/\).*/, "", round)
+	sub(/ \(round [0-9]+\)/, "", label)
+	n = $3; sub(/.*max \(/, "", n); sub(/ clients.*/, "", n)
+	if (label ~ /^tessera/) { rate[n, round] = $8; cpu[n, round] = $13; clients[n] = 1; next }
+	per = 1
+	if (label ~ / per request/) { per = label; sub(/.*, /, "", per); sub(/ per request/, "", per) }
+	row[++rows] = label; rc[rows] = n; rp[rows] = per; rr[rows] = round; rrate[rows] = $8; rcpu[rows] = $13
+}
+END {
+	for (i = 1; i <= rows; i++) {
+		# The raw row with as many entries in flight: CLIENTS/per clients.
+		for (n in clients) {
+			if (int((n + rp[i] - 1) / rp[i]) != rc[i] || !((n, rr[i]) in rate) || rate[n, rr[i]] == 0) continue
+			c = (cpu[n, rr[i]] + 0 > 0 && rcpu[i] + 0 > 0) ? sprintf("%.2f", rcpu[i] / cpu[n, rr[i]]) : "-"
+			printf "| %s | %d | %s | %.0f%% | %s |\n", row[i], n, rr[i], 100 * rrate[i] / rate[n, rr[i]], c
+		}
+	}
+}' "$W/rows"

@@ -64,6 +64,22 @@ func foldDuplicate(m map[string]any) (a, b string, dup bool) {
 	if len(m) < 2 {
 		return "", "", false
 	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return foldDuplicateKeys(keys, false)
+}
+
+// foldDuplicateKeys returns two of the distinct names keys whose folds
+// are equal, in order, if it has any. When ascii reports that every name
+// is ASCII, only names of one length can fold alike (Fold maps a-z to A-Z
+// and leaves every other ASCII byte alone), and the others are not
+// compared.
+func foldDuplicateKeys(keys []string, ascii bool) (a, b string, dup bool) {
+	if len(keys) < 2 {
+		return "", "", false
+	}
 	order := func(x, y string) (string, string, bool) {
 		if x > y {
 			x, y = y, x
@@ -72,20 +88,18 @@ func foldDuplicate(m map[string]any) (a, b string, dup bool) {
 	}
 	// Small objects, such as a receipt's, are compared pair by pair
 	// without allocating; larger ones through a set of folds.
-	if len(m) <= 24 {
-		keys := make([]string, 0, 24)
-		for k := range m {
-			for _, o := range keys {
-				if FoldEqual(k, o) {
+	if len(keys) <= 24 {
+		for i, k := range keys {
+			for _, o := range keys[:i] {
+				if (!ascii || len(o) == len(k)) && FoldEqual(k, o) {
 					return order(o, k)
 				}
 			}
-			keys = append(keys, k)
 		}
 		return "", "", false
 	}
-	seen := make(map[string]string, len(m))
-	for k := range m {
+	seen := make(map[string]string, len(keys))
+	for _, k := range keys {
 		f := Fold(k)
 		if o, ok := seen[f]; ok {
 			return order(o, k)

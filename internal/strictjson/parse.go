@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -44,6 +46,7 @@ func Parse(data []byte) (any, error) {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), MaxDocumentSize)
 	}
 	p := parser{data: data}
+	defer p.putStacks(p.getStacks())
 	p.skipSpace()
 	v, err := p.value(0)
 	if err != nil {
@@ -77,8 +80,8 @@ type Document struct {
 	// that its bytes are their own canonical form.
 	Canonical bool
 	// Spans holds where each top-level member's value lies in the input
-	// ("key"), and each member of the objects directly inside it
-	// ("key\x00key").
+	// ("key"), and each member of the objects directly inside it whose
+	// value is an object ("key\x00key").
 	Spans map[string][2]int
 	// ASCIIKeys reports whether every object key is ASCII.
 	ASCIIKeys bool
@@ -94,6 +97,7 @@ func ParseDocument(data []byte) (Document, error) {
 		return Document{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), MaxDocumentSize)
 	}
 	p := parser{data: data, members: make(map[string][2]int, 4), fold: true}
+	defer p.putStacks(p.getStacks())
 	p.skipSpace()
 	v, err := p.value(0)
 	if err != nil {
@@ -117,7 +121,8 @@ type parser struct {
 	// (white space, unsorted keys, escapes or numbers JCS writes otherwise).
 	nonCanonical bool
 	// members records the value span of each member of the top-level
-	// object ("key") and of the objects directly inside it ("key\x00key").
+	// object ("key") and of the object members of the objects directly
+	// inside it ("key\x00key").
 	members map[string][2]int
 	topKey  string // the top-level member being parsed
 	// nonASCIIKey is set when an object key has a byte outside ASCII.
@@ -126,6 +131,37 @@ type parser struct {
 	// is then the members and array elements the parser is inside.
 	fold bool
 	path []pathStep
+	// keys and vals hold the members of the objects being parsed, the
+	// inner ones last.
+	keys []string
+	vals []any
+}
+
+// stacks are a parser's keys and vals, kept from one parse to the next.
+type stacks struct {
+	keys []string
+	vals []any
+}
+
+var stackPool = sync.Pool{New: func() any { return &stacks{make([]string, 0, 32), make([]any, 0, 32)} }}
+
+// getStacks gives p stacks from the pool; putStacks gives them back,
+// emptied (stacks grown past a few thousand members by a large object are
+// left to the collector).
+func (p *parser) getStacks() *stacks {
+	st := stackPool.Get().(*stacks)
+	p.keys, p.vals = st.keys[:0], st.vals[:0]
+	return st
+}
+
+func (p *parser) putStacks(st *stacks) {
+	if cap(p.keys) > 4096 || cap(p.vals) > 4096 {
+		return
+	}
+	st.keys, st.vals = p.keys[:0], p.vals[:0]
+	clear(st.keys[:cap(st.keys)])
+	clear(st.vals[:cap(st.vals)])
+	stackPool.Put(st)
 }
 
 // A pathStep is a member name, or an array index when key is "".
@@ -200,18 +236,29 @@ func (p *parser) value(depth int) (any, error) {
 	}
 }
 
+// smallObject is the most members an object is parsed with before its
+// map is made: until then its members wait on the parser's stacks (a
+// duplicate found by comparing the names), and its map is made once, at
+// its size, rather than grown.
+const smallObject = 16
+
 func (p *parser) object(depth int) (any, error) {
 	if depth > MaxDepth {
 		return nil, p.errorf("nesting deeper than %d", MaxDepth)
 	}
 	p.pos++ // {
-	m := make(map[string]any)
-	prevKey := ""
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return m, nil
+		return make(map[string]any), nil
 	}
+	// This object's names and values, on the stacks after those of the
+	// objects it is inside; m, once it has more than smallObject members;
+	// asciiKeys reports whether its names are all ASCII.
+	base, asciiKeys := len(p.keys), true
+	defer func() { p.keys, p.vals = p.keys[:base], p.vals[:base] }()
+	var m map[string]any
+	prevKey := ""
 	for {
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
@@ -222,13 +269,20 @@ func (p *parser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := m[k]; dup {
+		dup := false
+		if m != nil {
+			_, dup = m[k]
+		} else {
+			dup = slices.Contains(p.keys[base:], k)
+		}
+		if dup {
 			return nil, &SyntaxError{keyPos, fmt.Sprintf("duplicate key %q", k)}
 		}
-		for i := 0; i < len(k) && !p.nonASCIIKey; i++ {
-			p.nonASCIIKey = k[i] >= 0x80
+		for i := 0; i < len(k) && asciiKeys; i++ {
+			asciiKeys = k[i] < 0x80
 		}
-		if len(m) > 0 && CompareUTF16(prevKey, k) > 0 {
+		p.nonASCIIKey = p.nonASCIIKey || !asciiKeys
+		if len(p.keys) > base && CompareUTF16(prevKey, k) > 0 {
 			p.nonCanonical = true
 		}
 		prevKey = k
@@ -246,13 +300,23 @@ func (p *parser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		m[k] = v
+		p.keys, p.vals = append(p.keys, k), append(p.vals, v)
+		if m != nil {
+			m[k] = v
+		} else if len(p.keys)-base > smallObject {
+			m = make(map[string]any, 2*smallObject)
+			for i, k := range p.keys[base:] {
+				m[k] = p.vals[base+i]
+			}
+		}
 		if p.members != nil && strings.IndexByte(k, 0) < 0 && strings.IndexByte(p.topKey, 0) < 0 {
 			switch depth {
 			case 1:
 				p.members[k] = [2]int{start, p.pos}
 			case 2:
-				p.members[p.topKey+"\x00"+k] = [2]int{start, p.pos}
+				if p.data[start] == '{' {
+					p.members[p.topKey+"\x00"+k] = [2]int{start, p.pos}
+				}
 			}
 		}
 		p.skipSpace()
@@ -265,8 +329,14 @@ func (p *parser) object(depth int) (any, error) {
 		case '}':
 			p.pos++
 			if p.fold {
-				if a, b, dup := foldDuplicate(m); dup {
+				if a, b, dup := foldDuplicateKeys(p.keys[base:], asciiKeys); dup {
 					return nil, &FoldError{Path: p.pathString(), A: a, B: b}
+				}
+			}
+			if m == nil {
+				m = make(map[string]any, len(p.keys)-base)
+				for i, k := range p.keys[base:] {
+					m[k] = p.vals[base+i]
 				}
 			}
 			return m, nil

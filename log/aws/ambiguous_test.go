@@ -57,17 +57,49 @@ func TestAmbiguousCommit(t *testing.T) {
 	checkBucket(t, p, map[string]uint64{string(e): i})
 }
 
-// commitDropper is a TCP proxy in front of a MySQL server that, once
-// armed, lets one sequencing transaction of Tessera's AWS driver (the
-// connection that sent INSERT INTO Seq) commit, and drops that
-// connection before the client reads the answer to its COMMIT.
+// commitDropper is a dbProxy that, once armed, lets one sequencing
+// transaction of Tessera's AWS driver (the connection that sent INSERT
+// INTO Seq) commit, and drops that connection before the client reads the
+// answer to its COMMIT.
 type commitDropper struct {
-	dsn     string
+	*dbProxy
 	armed   atomic.Bool
 	dropped atomic.Int32
 }
 
 func newCommitDropper(t *testing.T, dsn string) *commitDropper {
+	px := &commitDropper{}
+	px.dbProxy = newDBProxy(t, dsn, func(c *proxyConn, q []byte) bool {
+		switch {
+		case bytes.HasPrefix(q, []byte("INSERT INTO Seq(")):
+			c.sequencing = true
+		case c.sequencing && bytes.EqualFold(q, []byte("COMMIT")) && px.armed.CompareAndSwap(true, false):
+			px.dropped.Add(1)
+			return true
+		}
+		return false
+	})
+	return px
+}
+
+func (px *commitDropper) arm() { px.armed.Store(true) }
+
+// dbProxy is a TCP proxy in front of a MySQL server that shows each
+// statement a client sends (COM_QUERY, COM_STMT_PREPARE) to a hook before
+// passing it on. The hook may block, and returns true to drop the
+// connection once the server answers that statement (the statement runs,
+// the client never learns its outcome).
+type dbProxy struct {
+	dsn  string
+	hook func(c *proxyConn, q []byte) bool
+}
+
+// proxyConn is the state of one proxied connection that hooks keep.
+type proxyConn struct {
+	sequencing bool // it sent INSERT INTO Seq
+}
+
+func newDBProxy(t *testing.T, dsn string, hook func(*proxyConn, []byte) bool) *dbProxy {
 	t.Helper()
 	cfg, err := gomysql.ParseDSN(dsn)
 	if err != nil {
@@ -80,7 +112,7 @@ func newCommitDropper(t *testing.T, dsn string) *commitDropper {
 	}
 	t.Cleanup(func() { ln.Close() })
 	cfg.Net, cfg.Addr = "tcp", ln.Addr().String()
-	px := &commitDropper{dsn: cfg.FormatDSN()}
+	px := &dbProxy{dsn: cfg.FormatDSN(), hook: hook}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -98,23 +130,19 @@ func newCommitDropper(t *testing.T, dsn string) *commitDropper {
 	return px
 }
 
-func (px *commitDropper) arm() { px.armed.Store(true) }
-
 // relay passes the packets of one connection between client c and server
-// s. Once the client has sent INSERT INTO Seq and then COMMIT on it while
-// the proxy is armed, the server's answer to the COMMIT closes both.
-func (px *commitDropper) relay(c, s net.Conn) {
+// s, showing the client's statements to the hook.
+func (px *dbProxy) relay(c, s net.Conn) {
 	var once sync.Once
 	closeBoth := func() { once.Do(func() { c.Close(); s.Close() }) }
 	defer closeBoth()
-	var drop atomic.Bool // the COMMIT went to the server: drop its answer
+	var drop atomic.Bool // the hook's statement went to the server: drop its answer
 	go func() {
 		defer closeBoth()
 		buf := make([]byte, 64<<10)
 		for {
 			n, err := s.Read(buf)
 			if n > 0 && drop.Load() {
-				px.dropped.Add(1)
 				return
 			}
 			if n > 0 {
@@ -127,7 +155,7 @@ func (px *commitDropper) relay(c, s net.Conn) {
 			}
 		}
 	}()
-	sequencing := false
+	var state proxyConn
 	hdr := make([]byte, 4)
 	for {
 		if _, err := io.ReadFull(c, hdr); err != nil {
@@ -139,14 +167,8 @@ func (px *commitDropper) relay(c, s net.Conn) {
 			return
 		}
 		const comQuery, comStmtPrepare = 0x03, 0x16
-		if len(payload) > 0 && (payload[0] == comQuery || payload[0] == comStmtPrepare) {
-			q := payload[1:]
-			switch {
-			case bytes.HasPrefix(q, []byte("INSERT INTO Seq(")):
-				sequencing = true
-			case sequencing && bytes.EqualFold(q, []byte("COMMIT")) && px.armed.CompareAndSwap(true, false):
-				drop.Store(true)
-			}
+		if len(payload) > 0 && (payload[0] == comQuery || payload[0] == comStmtPrepare) && px.hook(&state, payload[1:]) {
+			drop.Store(true)
 		}
 		if _, err := s.Write(append(hdr, payload...)); err != nil {
 			return

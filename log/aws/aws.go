@@ -16,18 +16,22 @@ package aws
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/transparency-dev/tessera"
 	"github.com/transparency-dev/tessera/api/layout"
@@ -48,8 +52,9 @@ const HighWaterFile = "aws-high-water"
 // SchemaVersion is the version of Docket's tables in the database,
 // recorded in DocketSchema. Tessera's AWS driver creates and versions its
 // own tables (Tessera, SeqCoord, Seq, IntCoord, PubCoord, GCCoord).
-// Version 2 keeps the dedup index's claims on disk (see mysqlindex.Schema).
-const SchemaVersion = 2
+// Version 2 keeps the dedup index's claims on disk (see mysqlindex.Schema);
+// version 3 adds the fence tables.
+const SchemaVersion = 3
 
 // Options configure Open.
 type Options struct {
@@ -149,18 +154,35 @@ func Open(ctx context.Context, opts Options) (*Storage, error) {
 		return nil, err
 	}
 
+	// Each of Tessera's connections carries this writer's id, which the
+	// fence trigger checks in each sequencing transaction.
+	writer, err := writerID()
+	if err != nil {
+		return nil, err
+	}
+	tdsn, err := withWriter(opts.DSN, writer)
+	if err != nil {
+		return nil, err
+	}
 	s.tcfg = taws.Config{
 		Bucket:       opts.Bucket,
 		BucketPrefix: opts.Prefix,
-		DSN:          opts.DSN,
+		DSN:          tdsn,
 		MaxOpenConns: 16,
 		MaxIdleConns: 16,
 		HTTPClient:   opts.HTTPClient,
 	}
-	if opts.Endpoint != "" || opts.SDKConfig != nil {
-		// Tessera takes the SDK's default configuration unless it is given
-		// one, and then prints a warning that this is not AWS.
-		s.tcfg.SDKConfig, s.tcfg.S3Options = &sdk, s3opts
+	// Tessera's S3 client is this package's configuration (the SDK's
+	// default chain unless Options name another), with a hook that tells
+	// the reader at once when this writer published a checkpoint. Given a
+	// configuration, Tessera logs at start that it runs in "non-AWS mode":
+	// it cannot tell that this one is AWS's own.
+	r := &reader{bucket: s.bucket, db: db, guard: s.guard}
+	cpKey := s.bucket.key(layout.CheckpointPath)
+	s.tcfg.SDKConfig = &sdk
+	s.tcfg.S3Options = func(o *s3.Options) {
+		s3opts(o)
+		o.APIOptions = append(o.APIOptions, afterPut(cpKey, r.ownPublished))
 	}
 	if s.tessera, err = taws.New(ctx, s.tcfg); err != nil {
 		return nil, fmt.Errorf("tessera storage: %w", err)
@@ -169,13 +191,12 @@ func Open(ctx context.Context, opts Options) (*Storage, error) {
 	if !isAppender {
 		return nil, fmt.Errorf("tessera storage: %T has no appender", s.tessera)
 	}
-	r := &reader{bucket: s.bucket, db: db, guard: s.guard}
-	s.Driver = &driver{t: t, r: r, g: s.guard, db: db, logger: opts.Logger}
 	// Tessera's AWS driver sequences a batch in a transaction that locks
 	// the SeqCoord row; the index waits for it (see mysqlindex.Open).
-	if s.Index, err = mysqlindex.Open(ctx, db, "SELECT `next` FROM `SeqCoord` WHERE `id` = 0 LOCK IN SHARE MODE"); err != nil {
+	if s.Index, err = mysqlindex.Open(ctx, db, "SELECT `next` FROM `SeqCoord` WHERE `id` = 0 LOCK IN SHARE MODE", writer); err != nil {
 		return nil, fmt.Errorf("dedup index: %w", err)
 	}
+	s.Driver = &driver{t: t, r: r, g: s.guard, db: db, idx: s.Index, logger: opts.Logger}
 	ok = true
 	return s, nil
 }
@@ -278,6 +299,7 @@ type driver struct {
 	r      *reader
 	g      *restore.Guard
 	db     *sql.DB
+	idx    *mysqlindex.Index
 	logger *slog.Logger
 }
 
@@ -297,14 +319,96 @@ func (d *driver) Appender(ctx context.Context, opts *tessera.AppendOptions) (*te
 	if _, err := d.db.ExecContext(ctx, publishSlack); err != nil {
 		d.logger.Warn("could not create the publication trigger DocketPublishSlack (see deploy/aws.md): a lone write may wait a second longer for its checkpoint", "err", err)
 	}
+	if _, err := d.db.ExecContext(ctx, fenceTrigger); err != nil {
+		d.logger.Warn("could not create the fence trigger DocketFence (see deploy/aws.md): a writer that lost its database connection in the middle of an append may append an entry another writer appends too", "err", err)
+	}
+	// More integrators: see Integrators.
+	o := *opts
+	o.WithGarbageCollectionInterval(0)
+	go func() {
+		for i := 1; i < Integrators; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(integrationTick / Integrators):
+			}
+			if _, _, err := d.t.Appender(ctx, &o); err != nil {
+				d.logger.Warn("could not start another integrator: a lone write may wait longer for its checkpoint", "err", err)
+				return
+			}
+		}
+	}()
 	add := a.Add
 	a.Add = func(ctx context.Context, e *tessera.Entry) tessera.IndexFuture {
 		if err := d.g.Tripped(); err != nil {
 			return func() (tessera.Index, error) { return tessera.Index{}, err }
 		}
-		return add(ctx, e)
+		f := add(ctx, e)
+		h := [32]byte(e.LeafHash())
+		return func() (tessera.Index, error) {
+			i, err := f()
+			d.idx.Appended(h)
+			return i, err
+		}
 	}
 	return a, d.r, nil
+}
+
+// Integrators is how many of Tessera's integration loops a writer runs,
+// started integrationTick/Integrators apart. Tessera's AWS driver
+// integrates what was sequenced once a second (a fixed ticker of each
+// appender; Tessera's own server has one), and publishes after each
+// integration that grew the tree: so a lone write waited up to a second
+// for the tick before its integration, S3 writes, witness round and
+// upload. Each further appender of the driver is another loop with its own
+// ticker; integrations are serialised by Tessera's IntCoord row, so they
+// share the work rather than repeat it, and the wait for the next tick is
+// at most integrationTick/Integrators. Only the first appender takes
+// entries or collects garbage.
+const Integrators = 3
+
+// integrationTick is the period of Tessera's integration loop.
+const integrationTick = time.Second
+
+// afterPut returns an S3 client option that calls f after each successful
+// PutObject of key.
+func afterPut(key string, f func()) func(*middleware.Stack) error {
+	return func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("DocketAfterPut",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				out, md, err := next.HandleInitialize(ctx, in)
+				if p, ok := in.Parameters.(*s3.PutObjectInput); ok && err == nil && awssdk.ToString(p.Key) == key {
+					f()
+				}
+				return out, md, err
+			}), middleware.After)
+	}
+}
+
+// writerID returns a random id for this writer in the fence tables: not 0,
+// and below 2^62, so that it is a plain integer in any SQL dialect.
+func writerID() (uint64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("a writer id: %w", err)
+	}
+	return binary.BigEndian.Uint64(b[:])>>2 | 1, nil
+}
+
+// withWriter returns dsn with the session variable @docket_writer set to
+// writer on each connection.
+func withWriter(dsn string, writer uint64) (string, error) {
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("mysql dsn: %w", err)
+	}
+	params := make(map[string]string, len(cfg.Params)+1)
+	for k, v := range cfg.Params {
+		params[k] = v
+	}
+	params["@docket_writer"] = strconv.FormatUint(writer, 10)
+	cfg.Params = params
+	return cfg.FormatDSN(), nil
 }
 
 // queryUint runs a query of one unsigned integer. A missing table or row

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
@@ -92,10 +93,15 @@ func (b *bucket) bundle(ctx context.Context, index uint64, w uint8) ([]byte, err
 }
 
 // reader is the log's tessera.LogReader: the tree size from the database,
-// everything else from the bucket. The published checkpoint is read from
-// the bucket when Tessera's publication record in the database changed,
-// and at least every checkpointTTL, so that a writer polling for a
-// checkpoint that covers its entries costs one small query per poll.
+// everything else from the bucket.
+//
+// The published checkpoint is read from the bucket when this writer has
+// just published one (Tessera's S3 client tells ownPublished), when
+// Tessera's publication record in the database changed (another writer
+// published), and at least every checkpointTTL. The record is read at
+// most every pubPoll: a writer polling for a checkpoint that covers its
+// entries (every few milliseconds while requests wait) mostly costs no
+// statement at all.
 //
 // Hash tiles are immutable (a tile of a given width never changes), so
 // the reader keeps the last maxTiles it read; and when a checkpoint
@@ -107,14 +113,20 @@ type reader struct {
 	db     *sql.DB
 	guard  *restore.Guard
 
-	// cpMu guards cp, cpPub, cpAt and cpSize: the checkpoint last read
-	// from the bucket, the publication record it was read under, when, and
-	// its tree size.
+	// published counts the checkpoints this writer has uploaded.
+	published atomic.Uint64
+
+	// cpMu guards cp, cpPub, cpOwn, cpAt, cpSize and pubAt: the checkpoint
+	// last read from the bucket, the publication record and the count of
+	// own publications it was read under, when, and its tree size; and
+	// when the publication record was last read.
 	cpMu   sync.Mutex
 	cp     []byte
 	cpPub  [2]int64
+	cpOwn  uint64
 	cpAt   time.Time
 	cpSize uint64
+	pubAt  time.Time
 
 	// tilesMu guards tiles.
 	tilesMu sync.Mutex
@@ -139,7 +151,22 @@ const maxPrefetch = 64
 // publication record is unchanged.
 const checkpointTTL = time.Second
 
+// pubPoll is how often, at most, reader reads the publication record: how
+// late, at most, a writer learns of a checkpoint another writer published.
+const pubPoll = 50 * time.Millisecond
+
+// ownPublished records that this writer has uploaded a new checkpoint.
+func (r *reader) ownPublished() { r.published.Add(1) }
+
 func (r *reader) ReadCheckpoint(ctx context.Context) ([]byte, error) {
+	own := r.published.Load()
+	r.cpMu.Lock()
+	current := r.cp != nil && own == r.cpOwn && time.Since(r.cpAt) < checkpointTTL
+	if current && time.Since(r.pubAt) < pubPoll {
+		defer r.cpMu.Unlock()
+		return r.cp, nil
+	}
+	r.cpMu.Unlock()
 	var pub [2]int64
 	err := r.db.QueryRowContext(ctx, "SELECT `publishedAt`, COALESCE(`size`, -1) FROM `PubCoord` WHERE `id` = 0").Scan(&pub[0], &pub[1])
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -147,7 +174,8 @@ func (r *reader) ReadCheckpoint(ctx context.Context) ([]byte, error) {
 	}
 	r.cpMu.Lock()
 	defer r.cpMu.Unlock()
-	if r.cp != nil && pub == r.cpPub && time.Since(r.cpAt) < checkpointTTL {
+	r.pubAt = time.Now()
+	if current && pub == r.cpPub {
 		return r.cp, nil
 	}
 	cp, err := r.bucket.get(ctx, layout.CheckpointPath)
@@ -164,7 +192,7 @@ func (r *reader) ReadCheckpoint(ctx context.Context) ([]byte, error) {
 			r.cpSize = size
 		}
 	}
-	r.cpPub, r.cpAt = pub, time.Now()
+	r.cpPub, r.cpOwn, r.cpAt = pub, own, time.Now()
 	return r.cp, nil
 }
 

@@ -24,6 +24,22 @@ import (
 const publishSlack = "CREATE TRIGGER IF NOT EXISTS `DocketPublishSlack` BEFORE UPDATE ON `PubCoord` FOR EACH ROW " +
 	"SET NEW.`publishedAt` = IF(NEW.`publishedAt` = OLD.`publishedAt`, NEW.`publishedAt`, NEW.`publishedAt` - 1)"
 
+// fenceTrigger is a trigger on Tessera's SeqCoord table, whose row every
+// sequencing transaction of Tessera's AWS driver updates: it fails the
+// transaction when the writer it runs for (@docket_writer, set on each of
+// Tessera's connections of a docket-log) is fenced, because another
+// writer took over claims this one made on an owning connection it lost
+// (see mysqlindex.Index). The read of the fence is a locking one, so it
+// sees a fence committed before it; and a fence committed after it was
+// read holds back the writer that fenced until this transaction ends (it
+// reads the sequenced size with a locking read of the same row), so it
+// finds what this transaction sequenced.
+const fenceTrigger = "CREATE TRIGGER IF NOT EXISTS `DocketFence` BEFORE UPDATE ON `SeqCoord` FOR EACH ROW " +
+	"IF @docket_writer IS NOT NULL AND " +
+	"(SELECT COUNT(*) FROM `DocketFences` WHERE `writer` = @docket_writer LOCK IN SHARE MODE) > 0 THEN " +
+	"SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'docket: this writer is fenced: another writer took over claims it made on a connection it lost'; " +
+	"END IF"
+
 // migrate creates Docket's tables in db (see mysqlindex.Migrate), unless
 // the database holds a log of Tessera's MySQL driver (-storage mysql).
 func migrate(ctx context.Context, db *sql.DB) error {

@@ -93,6 +93,18 @@ func TestIndex(t *testing.T, open func(t *testing.T) (x log.Index, reopen func()
 		covered(t, x, 7)
 		lookup(t, x, hash(2), 2, true)
 		lookup(t, x, hash(7), 4, true)
+		// In a long run too (an index may write rows in groups): h3 at
+		// 7+70, h200 first at 7+100 and again at 7+199.
+		hs := run(100, 200)
+		hs[70] = hash(3)
+		hs[199] = hs[100]
+		dups, err = x.Add(ctx, 7, hs)
+		if err != nil || len(dups) != 2 || dups[0] != 77 || dups[1] != 206 {
+			t.Fatalf("Add(7, 200 hashes) = %v, %v; want duplicates [77 206]", dups, err)
+		}
+		covered(t, x, 207)
+		lookup(t, x, hash(3), 3, true)
+		lookup(t, x, hash(200), 107, true)
 	})
 	t.Run("truncate", func(t *testing.T) {
 		x, _ := open(t)

@@ -159,7 +159,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Storage, error) {
 	s.Driver = &driver{t: t, g: g}
 	// Tessera's MySQL driver sequences and integrates in one transaction
 	// that locks TreeState.
-	if s.Index, err = mysqlindex.Open(ctx, db, "SELECT `size` FROM `TreeState` WHERE `id` = 0 LOCK IN SHARE MODE"); err != nil {
+	if s.Index, err = mysqlindex.Open(ctx, db, "SELECT `size` FROM `TreeState` WHERE `id` = 0 LOCK IN SHARE MODE", 0); err != nil {
 		return nil, err
 	}
 	ok = true

@@ -63,6 +63,16 @@ const settleTimeout = 15 * time.Second
 // for its lifetime: when a writer dies, the server drops that connection,
 // and others take its claims over once the index covers the whole tree
 // (so that anything the dead writer appended is found, not appended again).
+//
+// A writer may also outlive its owning connection (the server killed it,
+// or the network dropped it): then its claims look like a dead writer's
+// while it may still append their entries. Where the log's sequencing
+// checks a fence (package aws: a trigger on Tessera's sequencer row, with
+// the writer's id in each of its connections' @docket_writer), a writer
+// that takes such a claim over first fences the owner's writer, so that
+// none of its sequencing commits from then on; the writer lifts the fence
+// on itself only once it has a new owning connection and no entry claimed
+// under the old one is still being appended.
 type Index struct {
 	db    *sql.DB
 	conn  *sql.Conn     // held open: its id owns this writer's claims; only the batcher replaces it
@@ -79,6 +89,15 @@ type Index struct {
 
 	atMu   sync.Mutex
 	lastAt int64 // the last claimed_at this writer gave a claim
+
+	// writer is this process's id in the fence tables (0: no fencing).
+	writer uint64
+	// mineMu guards mine and retired: with fencing, the hashes this writer
+	// holds a claim on and may be appending, each with the owner it was
+	// claimed under, and the owning connections it had before.
+	mineMu  sync.Mutex
+	mine    map[[32]byte]uint64
+	retired []uint64
 }
 
 // claimReq is one hash handed to the batcher; the outcome is set before
@@ -106,12 +125,17 @@ const (
 // sequenced, which must wait for (lock in share mode) the row a
 // sequencing transaction updates: a claim of a dead writer is taken over
 // only once the index covers every entry sequenced before it died.
-func Open(ctx context.Context, db *sql.DB, sequenced string) (*Index, error) {
+//
+// writer, if not 0, is this process's id in the fence tables, which the
+// log's sequencing connections carry (see Index): the writer must then
+// call Appended for each entry it handed to the log once the append
+// returned.
+func Open(ctx context.Context, db *sql.DB, sequenced string, writer uint64) (*Index, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	x := &Index{db: db, sequenced: sequenced,
+	x := &Index{db: db, sequenced: sequenced, writer: writer, mine: make(map[[32]byte]uint64),
 		claims: make(chan *claimReq), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := x.own(ctx, conn); err != nil {
 		conn.Close()
@@ -144,6 +168,11 @@ func (x *Index) own(ctx context.Context, conn *sql.Conn) error {
 	x.atMu.Lock()
 	x.lastAt = max(x.lastAt, last.Int64)
 	x.atMu.Unlock()
+	if x.writer != 0 {
+		if _, err := conn.ExecContext(ctx, "REPLACE INTO `DocketOwners` (`owner`, `writer`) VALUES (?, ?)", owner, x.writer); err != nil {
+			return fmt.Errorf("recording the owner: %w", err)
+		}
+	}
 	x.conn = conn
 	x.owner.Store(owner)
 	return nil
@@ -164,11 +193,81 @@ func (x *Index) reown(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	old := x.owner.Load()
 	if err := x.own(ctx, conn); err != nil {
 		conn.Close()
 		return false, err
 	}
+	x.mineMu.Lock()
+	x.retired = append(x.retired, old)
+	x.mineMu.Unlock()
 	return true, nil
+}
+
+// hold records that this writer holds the claim on h, made under owner,
+// and may append its entry.
+func (x *Index) hold(h [32]byte, owner uint64) {
+	if x.writer == 0 {
+		return
+	}
+	x.mineMu.Lock()
+	x.mine[h] = owner
+	x.mineMu.Unlock()
+}
+
+// Appended records that this writer's append of the entry with hash h
+// returned (with its index or an error): it is no longer being appended.
+// With fencing, the writer calls it for every entry it hands to the log.
+func (x *Index) Appended(h [32]byte) {
+	if x.writer == 0 {
+		return
+	}
+	x.mineMu.Lock()
+	delete(x.mine, h)
+	x.mineMu.Unlock()
+}
+
+// unfence lifts the fences other writers put on this one for owning
+// connections it no longer has, once none of the entries claimed under
+// them is still being appended.
+func (x *Index) unfence(ctx context.Context) error {
+	if x.writer == 0 {
+		return nil
+	}
+	x.mineMu.Lock()
+	var drained []any
+	for _, o := range x.retired {
+		busy := false
+		for _, owner := range x.mine {
+			if owner == o {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			drained = append(drained, o)
+		}
+	}
+	x.mineMu.Unlock()
+	if len(drained) == 0 {
+		return nil
+	}
+	_, err := x.db.ExecContext(ctx, "DELETE FROM `DocketFences` WHERE `writer` = ? AND `owner` IN ("+placeholders("?", len(drained))+")",
+		append([]any{x.writer}, drained...)...)
+	return err
+}
+
+// fence stops the writer whose owning connection was owner from
+// sequencing anything until it lifts the fence (see Index).
+func (x *Index) fence(ctx context.Context, owner uint64) error {
+	if x.writer == 0 {
+		return nil
+	}
+	_, err := x.db.ExecContext(ctx, "INSERT IGNORE INTO `DocketFences` (`writer`, `owner`) SELECT `writer`, `owner` FROM `DocketOwners` WHERE `owner` = ?", owner)
+	if err != nil {
+		return fmt.Errorf("fencing the writer of a lost claim: %w", err)
+	}
+	return nil
 }
 
 // Close stops claiming and releases the connection that owns this
@@ -187,6 +286,14 @@ func (x *Index) Close() error {
 			err = serr
 		} else if settled {
 			_, err = x.db.ExecContext(ctx, "DELETE FROM `DocketClaims` WHERE `owner` = ?", x.owner.Load())
+			if err == nil && x.writer != 0 {
+				// Rows of this writer that others no longer need: it holds
+				// no claim.
+				_, err = x.db.ExecContext(ctx, "DELETE FROM `DocketFences` WHERE `writer` = ?", x.writer)
+				if err == nil {
+					_, err = x.db.ExecContext(ctx, "DELETE FROM `DocketOwners` WHERE `writer` = ?", x.writer)
+				}
+			}
 		}
 		x.closeErr = errors.Join(err, x.conn.Close())
 	})
@@ -359,6 +466,7 @@ func (x *Index) Claim(ctx context.Context, h [32]byte) (index uint64, found bool
 		}
 		switch r.out {
 		case claimMine:
+			x.hold(h, r.owner)
 			return 0, false, nil
 		case claimFound:
 			return r.idx, true, nil
@@ -373,6 +481,7 @@ func (x *Index) Claim(ctx context.Context, h [32]byte) (index uint64, found bool
 			if err != nil || ok {
 				return i, ok, errors.Join(err, x.end(context.WithoutCancel(ctx), h))
 			}
+			x.hold(h, x.owner.Load())
 			return 0, false, nil
 		}
 		select {
@@ -444,6 +553,10 @@ func (x *Index) batcher() {
 				err = errors.Join(err, rerr)
 			} else if replaced {
 				err = x.claimBatch(ctx, batch)
+				// If nothing claimed under the old connection is being
+				// appended, a fence others put on it can go now (else
+				// Release lifts it later).
+				x.unfence(ctx)
 			}
 		}
 		cancel()
@@ -615,6 +728,13 @@ func (x *Index) takeOver(ctx context.Context, h [32]byte, d *dead) (bool, error)
 			if alive > 0 {
 				return false, nil
 			}
+			// The owner's writer may be alive and still append the entry:
+			// from now on it cannot (where sequencing checks the fence). A
+			// claim taken over for its age is not fenced: its owner's id
+			// may be another writer's now.
+			if err := x.fence(ctx, owner); err != nil {
+				return false, err
+			}
 		}
 		*d = dead{owner: owner, at: at, seen: time.Now()}
 		if expired || self {
@@ -665,6 +785,11 @@ func (x *Index) takeOver(ctx context.Context, h [32]byte, d *dead) (bool, error)
 func (x *Index) Release(ctx context.Context, h [32]byte) error {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
+	// The append returned: perhaps because a fence stopped it.
+	x.Appended(h)
+	if err := x.unfence(ctx); err != nil {
+		return fmt.Errorf("lifting a fence: %w", err)
+	}
 	if err := x.settle(ctx); err != nil {
 		return fmt.Errorf("the append of a claimed entry failed and its outcome is not known yet, so the claim stays: %w", err)
 	}

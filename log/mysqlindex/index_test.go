@@ -46,7 +46,7 @@ func open(t testing.TB) (*mysqlindex.Index, *sql.DB, func() *mysqlindex.Index) {
 		t.Fatal(err)
 	}
 	reopen := func() *mysqlindex.Index {
-		x, err := mysqlindex.Open(ctx, db, sequenced)
+		x, err := mysqlindex.Open(ctx, db, sequenced, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,12 +53,17 @@ func Connect(ctx context.Context, dsn string, n int) (*sql.DB, error) {
 //     knows the entry was not appended; it must survive a server restart
 //     (a commit whose answer a restart lost may have appended it), so the
 //     table is InnoDB. Version 1 had it in memory (ENGINE=MEMORY): Migrate
-//     converts it (with ALTER, needed only then).
+//     converts it (with ALTER, needed only then);
+//   - DocketOwners and DocketFences: the writer (a process's id) of each
+//     owning connection, and the writers fenced for an owning connection
+//     they lost (see Index). Version 3 of package aws's schema added them.
 var Schema = []string{
 	"CREATE TABLE IF NOT EXISTS `DocketLeaves` (`hash` BINARY(32) NOT NULL, `idx` BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`hash`), KEY `idx` (`idx`))",
 	"CREATE TABLE IF NOT EXISTS `DocketIndexState` (`id` TINYINT UNSIGNED NOT NULL, `covered` BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`id`))",
 	"INSERT IGNORE INTO `DocketIndexState` (`id`, `covered`) VALUES (0, 0)",
 	"CREATE TABLE IF NOT EXISTS `DocketClaims` (`hash` BINARY(32) NOT NULL, `owner` BIGINT UNSIGNED NOT NULL, `claimed_at` BIGINT NOT NULL, PRIMARY KEY (`hash`)) ENGINE=InnoDB",
+	"CREATE TABLE IF NOT EXISTS `DocketOwners` (`owner` BIGINT UNSIGNED NOT NULL, `writer` BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`owner`)) ENGINE=InnoDB",
+	"CREATE TABLE IF NOT EXISTS `DocketFences` (`writer` BIGINT UNSIGNED NOT NULL, `owner` BIGINT UNSIGNED NOT NULL, PRIMARY KEY (`writer`, `owner`)) ENGINE=InnoDB",
 }
 
 // Migrate brings Docket's tables in db to version: unless the table

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync/atomic"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
@@ -100,18 +101,43 @@ func (x *Index) Add(ctx context.Context, from uint64, hashes [][32]byte) (dups [
 	if uint64(n) != from {
 		return nil, fmt.Errorf("dedup index covers %d entries, not %d", n, from)
 	}
-	st, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO leaves (hash, idx) VALUES (?, ?)`)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	for i, h := range hashes {
-		r, err := st.ExecContext(ctx, h[:], int64(from)+int64(i))
+	// Rows go in addRows at a time: one statement per row was 7% of
+	// docket-log's CPU under load (issue 28), most of it per statement.
+	var full *sql.Stmt
+	args := make([]any, 0, 2*addRows)
+	for start := 0; start < len(hashes); start += addRows {
+		chunk := hashes[start:min(start+addRows, len(hashes))]
+		st := full
+		if st == nil || len(chunk) != addRows {
+			if st, err = tx.PrepareContext(ctx, insertRows(len(chunk))); err != nil {
+				return nil, err
+			}
+			defer st.Close()
+			if len(chunk) == addRows {
+				full = st
+			}
+		}
+		args = args[:0]
+		for i := range chunk {
+			args = append(args, chunk[i][:], int64(from)+int64(start+i))
+		}
+		r, err := st.ExecContext(ctx, args...)
 		if err != nil {
 			return nil, err
 		}
-		if k, _ := r.RowsAffected(); k == 0 {
-			dups = append(dups, from+uint64(i))
+		if k, _ := r.RowsAffected(); k == int64(len(chunk)) {
+			continue
+		}
+		// A hash was already held (strict dedup should make that
+		// impossible): find which, by its first index.
+		for i := range chunk {
+			var at int64
+			if err := tx.QueryRowContext(ctx, `SELECT idx FROM leaves WHERE hash = ?`, chunk[i][:]).Scan(&at); err != nil {
+				return nil, err
+			}
+			if at != int64(from)+int64(start+i) {
+				dups = append(dups, from+uint64(start+i))
+			}
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE meta SET v = ? WHERE k = 'covered'`, int64(from)+int64(len(hashes))); err != nil {
@@ -130,6 +156,14 @@ func (x *Index) Add(ctx context.Context, from uint64, hashes [][32]byte) (dups [
 		_ = x.rebuildFilter(ctx)
 	}
 	return dups, nil
+}
+
+// addRows is how many rows one INSERT of Add writes.
+const addRows = 64
+
+// insertRows returns the INSERT of n rows of Add.
+func insertRows(n int) string {
+	return "INSERT OR IGNORE INTO leaves (hash, idx) VALUES (?, ?)" + strings.Repeat(", (?, ?)", n-1)
 }
 
 // Truncate drops every entry at or after size and sets the covered count
