@@ -344,7 +344,9 @@ func parseRow(idx uint64, leaf []byte) *row {
 		}
 		return nil
 	}
-	r.Hash, _ = parseRef(receipts.ChainHash(e.Receipt))
+	// The receipt's chain hash, which ParseEntry computed.
+	h := e.Hash
+	r.Hash = h[:]
 	r.Issuer, r.Session = e.KID, clip(e.SessionID, 200)
 	r.Seq, r.ISeq, r.HW, r.Final = e.Sequence, num("issuer_sequence"), num("issuer_high_water"), num("final_sequence")
 	r.Tool, r.Decision, r.Reason = clip(str("tool_name"), 200), clip(str("decision"), 40), clip(str("reason"), 80)
