@@ -96,6 +96,7 @@ type Explorer struct {
 	// summaries and verdicts cache issuer summaries and session verdicts
 	// of the latest verified size.
 	summaries sizeCache[int64, issuerSummary]
+	tallies   tallies
 	verdicts  sizeCache[int64, sessionInfo]
 
 	// verified counts the entries this process verified: a restart over

@@ -3,6 +3,7 @@ package explorer
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -854,4 +857,162 @@ func TestSessionDownloadPages(t *testing.T) {
 	if code, _, _ := fetch(t, srv.URL+"/session/1/receipts.jsonl?after=3"); code != 400 {
 		t.Errorf("session download after=3 = %d, want 400 (after is SEQUENCE.ENTRY)", code)
 	}
+}
+
+// TestSessionPaging: a session longer than a page is walked forward with
+// next and back with previous, each page in chain order, the walk back
+// giving the same pages as the walk forward; the first page has no
+// previous and the last no next.
+func TestSessionPaging(t *testing.T) {
+	srv, e, l, is := serve(t)
+	rs := [][]byte{is.Start("long")}
+	for i := range sessionRows + 70 {
+		d, x := is.Call("long", fmt.Sprint("Tool", i))
+		rs = append(rs, d, x)
+	}
+	l.Add(t, is.Leaves(rs...)...)
+	if err := e.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := e.idx.db.QueryRow(`SELECT id FROM sessions WHERE sid = 'long'`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	base := fmt.Sprintf("%s/session/%d", srv.URL, id)
+	link := func(body, id string) string {
+		m := regexp.MustCompile(`<a href="([^"]*)" id="` + id + `"`).FindStringSubmatch(body)
+		if m == nil {
+			return ""
+		}
+		return strings.ReplaceAll(m[1], "&amp;", "&")
+	}
+	seqs := func(body string) string {
+		var out []string
+		for _, m := range regexp.MustCompile(`<tr class="[a-z]*"><td>(\d+)</td>`).FindAllStringSubmatch(body, -1) {
+			out = append(out, m[1])
+		}
+		return strings.Join(out, ",")
+	}
+	var forward []string
+	var body string
+	for q := "?"; q != ""; q = link(body, "older") {
+		body = get(t, base+q, 200)
+		if (link(body, "previous") == "") != (len(forward) == 0) {
+			t.Errorf("page %d (%s): previous link %q", len(forward), q, link(body, "previous"))
+		}
+		forward = append(forward, seqs(body))
+	}
+	var all []string
+	for i := range len(rs) {
+		all = append(all, strconv.Itoa(i+1))
+	}
+	if want := (len(rs) + sessionRows - 1) / sessionRows; len(forward) != want {
+		t.Fatalf("forward walk: %d pages, want %d", len(forward), want)
+	}
+	if got := strings.Join(forward, ","); got != strings.Join(all, ",") {
+		t.Errorf("forward walk sequences = %s, want 1–%d in order", got, len(rs))
+	}
+	// Back from the last page to the first.
+	for k := len(forward) - 2; k >= 0; k-- {
+		q := link(body, "previous")
+		if q == "" {
+			t.Fatalf("page %d has no previous link", k+1)
+		}
+		body = get(t, base+q, 200)
+		if got := seqs(body); got != forward[k] {
+			t.Fatalf("walking back, page %d = %s, want %s", k, got, forward[k])
+		}
+		if next := link(body, "older"); next == "" {
+			t.Errorf("page %d reached backwards has no next link", k)
+		}
+	}
+	if q := link(body, "previous"); q != "" {
+		t.Errorf("the first page reached backwards has a previous link %q", q)
+	}
+	for _, q := range []string{"?before=3", "?before=x.1", "?after=2"} {
+		if code, _, _ := fetch(t, base+q); code != 400 {
+			t.Errorf("GET session%s = %d, want 400", q, code)
+		}
+	}
+}
+
+// TestEarlierIndexMigrated: an index kept by the version before, with the
+// index of whole receipt hashes, is given the index of their first 8
+// bytes when opened, from its rows and without verifying an entry again;
+// lookups by hash use it.
+func TestEarlierIndexMigrated(t *testing.T) {
+	l, is, v := sessionLog(t)
+	index := filepath.Join(t.TempDir(), "explorer.db")
+	verifyAndClose(t, l.Dir, v, index)
+	x, err := openIndex(t.Context(), index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.db.Exec(`DROP INDEX entries_hash8; CREATE INDEX entries_hash ON entries (hash)`); err != nil {
+		t.Fatal(err)
+	}
+	x.db.Close()
+	// Before the follower migrates it, lookups by hash read the earlier
+	// index.
+	x, err = openIndex(t.Context(), index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := parseRef(receipts.ChainHash(is.Sessions["sess-a"].All[1]))
+	var n uint64
+	if err := x.firstByHash(t.Context(), first, 100).Scan(&n); err != nil || n != 1 || !x.wholeHash {
+		t.Errorf("before migrating: receipt 1 at entry %d, %v (whole-hash index %v), want 1", n, err, x.wholeHash)
+	}
+	if plan := queryPlan(t, x, first); !strings.Contains(plan, "entries_hash ") && !strings.Contains(plan, "entries_hash(") {
+		t.Errorf("before migrating, a lookup by hash: plan %q, want the index entries_hash", plan)
+	}
+	x.db.Close()
+
+	cf := &countingFetcher{Fetcher: dirFetcher(t, l.Dir)}
+	e, srv := newExplorer(t, cf, v, index)
+	if err := e.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := e.idx.db.Query(`SELECT name FROM sqlite_schema WHERE type = 'index' AND name LIKE 'entries_hash%' ORDER BY name`)
+	names, err := collect(rows, err, func(rows *sql.Rows, s *string) error { return rows.Scan(s) })
+	if err != nil || strings.Join(names, ",") != "entries_hash8" {
+		t.Errorf("indexes of the hash after opening = %v, %v; want entries_hash8 alone", names, err)
+	}
+	if body := get(t, srv.URL+"/health", 200); !strings.Contains(body, `"verified_since_start":0`) {
+		t.Errorf("health after opening an earlier index = %s, want nothing verified again", body)
+	}
+	// Each receipt found by its hash: the search, and /receipt/HASH.
+	for i, r := range is.Sessions["sess-a"].All {
+		h := receipts.ChainHash(r)
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Get(srv.URL + "/receipt/" + h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got, want := resp.Header.Get("Location"), fmt.Sprintf("/entry/%d", i); resp.StatusCode != http.StatusSeeOther || got != want {
+			t.Errorf("GET /receipt/%s = %d %q, want 303 %q", h, resp.StatusCode, got, want)
+		}
+		if body := get(t, srv.URL+"/search?q="+h, 200); !strings.Contains(body, fmt.Sprintf(`href="/entry/%d"`, i)) {
+			t.Errorf("search for receipt %d's hash does not list it", i)
+		}
+	}
+	h, _ := parseRef(receipts.ChainHash(is.Sessions["sess-a"].All[0]))
+	plan := queryPlan(t, e.idx, h)
+	if !strings.Contains(plan, "entries_hash8") {
+		t.Errorf("a lookup by hash: plan %q, want the index entries_hash8", plan)
+	}
+}
+
+// queryPlan is how SQLite finds the receipts of chain hash h in x.
+func queryPlan(t *testing.T, x *index, h []byte) string {
+	c, args := byHash(h)
+	rows, err := x.db.Query("EXPLAIN QUERY PLAN SELECT e.idx FROM entries e WHERE "+c, args...)
+	details, err := collect(rows, err, func(rows *sql.Rows, d *string) error {
+		var id, parent, unused int
+		return rows.Scan(&id, &parent, &unused, d)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(details, "; ")
 }

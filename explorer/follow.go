@@ -31,6 +31,11 @@ var chunk uint64 = 16384
 // whenever Refresh asks or cfg.Refresh has passed.
 func (e *Explorer) follow(ctx context.Context) {
 	defer close(e.stopped)
+	// An earlier version's index gets its new indexes first; pages answer
+	// meanwhile from the indexes it has.
+	if err := e.idx.migrate(ctx); err != nil {
+		e.cfg.Logger.Warn("explorer index", "err", err)
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -291,6 +296,10 @@ func parseBundle(b client.Bundle) ([]*row, error) {
 	rows := make([]*row, ri.N)
 	for i, leaf := range leaves[ri.First : ri.First+ri.N] {
 		rows[i] = parseRow(first+uint64(i), leaf)
+		// Let a page's goroutine have this core now rather than at the
+		// next preemption (10 ms): a page runs a few queries, each of
+		// which may wait for a P again after a read.
+		runtime.Gosched()
 	}
 	return rows, nil
 }
@@ -335,7 +344,9 @@ func parseRow(idx uint64, leaf []byte) *row {
 		}
 		return nil
 	}
-	r.Hash, _ = parseRef(receipts.ChainHash(e.Receipt))
+	// The receipt's chain hash, which ParseEntry computed.
+	h := e.Hash
+	r.Hash = h[:]
 	r.Issuer, r.Session = e.KID, clip(e.SessionID, 200)
 	r.Seq, r.ISeq, r.HW, r.Final = e.Sequence, num("issuer_sequence"), num("issuer_high_water"), num("final_sequence")
 	r.Tool, r.Decision, r.Reason = clip(str("tool_name"), 200), clip(str("decision"), 40), clip(str("reason"), 80)

@@ -3,7 +3,9 @@ package explorer
 import (
 	"crypto/sha256"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -14,7 +16,13 @@ import (
 // executions), committed chunk by chunk into a fresh index, as a cold
 // catch-up writes them. Reported per entry.
 func BenchmarkIndexCommit(b *testing.B) {
-	const n = 100_000
+	n := 100_000
+	if s := os.Getenv("DOCKET_INDEX_BENCH_N"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
 	rows := benchRows(n)
 	var before, after syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
@@ -25,8 +33,8 @@ func BenchmarkIndexCommit(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		for from := uint64(0); from < n; from += chunk {
-			end := min(n, from+chunk)
+		for from := uint64(0); from < uint64(n); from += chunk {
+			end := min(uint64(n), from+chunk)
 			if err := x.commit(b.Context(), rows[from:end], &state{size: end, cp: []byte("checkpoint"), hashes: [][]byte{make([]byte, 32)}}); err != nil {
 				b.Fatal(err)
 			}

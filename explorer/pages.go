@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -339,7 +340,8 @@ func (f filter) where() (string, []any, error) {
 			if !ok {
 				return "", nil, errors.New("a receipt hash is sha256: and 64 hex digits")
 			}
-			add("e.hash = ?", h)
+			c, a := byHash(h)
+			add(c, a...)
 		case isDigits(f.Q):
 			n, err := strconv.ParseUint(f.Q, 10, 63)
 			if err != nil {
@@ -774,7 +776,7 @@ func (e *Explorer) resolve(ctx context.Context, v *view, r *entryRow) error {
 		if !ok {
 			continue
 		}
-		err := e.idx.db.QueryRowContext(ctx, `SELECT idx FROM entries WHERE hash = ? AND idx < ? ORDER BY idx LIMIT 1`, h, v.size).Scan(x.to)
+		err := e.idx.firstByHash(ctx, h, v.size).Scan(x.to)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -911,7 +913,7 @@ func (e *Explorer) receipt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var n uint64
-	err := e.idx.db.QueryRowContext(r.Context(), `SELECT idx FROM entries WHERE hash = ? AND idx < ? ORDER BY idx LIMIT 1`, h, v.size).Scan(&n)
+	err := e.idx.firstByHash(r.Context(), h, v.size).Scan(&n)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		msg := "no receipt of this hash in the verified entries of the log"
@@ -937,6 +939,25 @@ type issuerSummary struct {
 // index, computed in the database: the count, the runs of missing
 // issuer_sequence, the high-water mark.
 func (e *Explorer) summary(ctx context.Context, v *view, issuer int64) (*audit.IndexSummary, int, error) {
+	t := e.tallies.get(issuer)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// A tally already past v (a page of a newer view came first) or with
+	// too many holes to keep: count in the database.
+	if !t.tooMany && t.size <= v.size {
+		if err := t.catchUp(ctx, e.idx, issuer, v.size); err != nil {
+			return nil, 0, err
+		}
+		if !t.tooMany {
+			s, more := t.summary()
+			return s, more, nil
+		}
+	}
+	return e.recount(ctx, v, issuer)
+}
+
+// recount is summary computed from all the issuer's rows.
+func (e *Explorer) recount(ctx context.Context, v *view, issuer int64) (*audit.IndexSummary, int, error) {
 	if c, ok := e.summaries.get(v.size, issuer); ok {
 		return c.s, c.moreGaps, nil
 	}
@@ -1154,27 +1175,14 @@ func (e *Explorer) session(w http.ResponseWriter, r *http.Request) {
 		e.dbError(w, err)
 		return
 	}
-	afterSeq, afterIdx, ok := chainCursor(w, r)
-	if !ok {
+	page, err := e.chainPage(ctx, w, r, v, s.ID)
+	if page == nil {
+		if err != nil {
+			e.dbError(w, err)
+		}
 		return
 	}
-	rows, err := e.idx.db.QueryContext(ctx, "SELECT "+rowColumns+" WHERE e.session = ? AND (e.seq, e.idx) > (?, ?) AND e.idx < ? ORDER BY e.seq, e.idx LIMIT ?",
-		s.ID, afterSeq, afterIdx, v.size, sessionRows+1)
-	if err != nil {
-		e.dbError(w, err)
-		return
-	}
-	rs, err := scanRows(rows)
-	if err != nil {
-		e.dbError(w, err)
-		return
-	}
-	next := ""
-	if len(rs) > sessionRows {
-		rs = rs[:sessionRows]
-		last := rs[len(rs)-1]
-		next = fmt.Sprintf("?after=%d.%d", last.Seq, last.Index)
-	}
+	rs := page.Rows
 	for _, row := range rs {
 		if row.DecHash != "" {
 			if err := e.resolve(ctx, v, row); err != nil {
@@ -1183,14 +1191,89 @@ func (e *Explorer) session(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	render(w, code, "session", map[string]any{"Progress": progressOf(v, st), "S": s, "Rows": rs, "Next": next, "First": afterIdx < 0})
+	render(w, code, "session", map[string]any{"Progress": progressOf(v, st), "S": s, "Rows": rs, "Page": page})
 }
 
-// chainCursor reads the after=SEQUENCE.ENTRY of a page in chain order:
-// the place in it of the last receipt of the page before. Without one it
-// returns a place before every receipt; a malformed one is answered 400.
-func chainCursor(w http.ResponseWriter, r *http.Request) (seq, idx int64, ok bool) {
-	c := r.URL.Query().Get("after")
+// A chainPage is a page of a session's receipts in chain order (sequence,
+// then log index), with the cursors of the pages before and after it.
+type chainPage struct {
+	Rows              []*entryRow
+	First, Prev, Next string // query strings, "" when there is none
+}
+
+// chainPage returns the page of session's receipts that the query's
+// cursor asks for: after=SEQUENCE.ENTRY, the receipts after that place in
+// the chain; before=SEQUENCE.ENTRY, those before it; neither, the first.
+// Each direction reads sessionRows+1 rows of the index on (session, seq,
+// idx), and whether there is anything the other way one more. It answers
+// a malformed cursor itself (nil, nil).
+func (e *Explorer) chainPage(ctx context.Context, w http.ResponseWriter, r *http.Request, v *view, session int64) (*chainPage, error) {
+	q := r.URL.Query()
+	back := q.Get("before") != "" && q.Get("after") == ""
+	name := "after"
+	if back {
+		name = "before"
+	}
+	seq, idx, ok := chainCursor(w, r, name)
+	if !ok {
+		return nil, nil
+	}
+	const where = " WHERE e.session = ? AND e.idx < ? AND "
+	query := "SELECT " + rowColumns + where + "(e.seq, e.idx) > (?, ?) ORDER BY e.seq, e.idx LIMIT ?"
+	if back {
+		query = "SELECT " + rowColumns + where + "(e.seq, e.idx) < (?, ?) ORDER BY e.seq DESC, e.idx DESC LIMIT ?"
+	}
+	rows, err := e.idx.db.QueryContext(ctx, query, session, v.size, seq, idx, sessionRows+1)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := scanRows(rows)
+	if err != nil {
+		return nil, err
+	}
+	more := len(rs) > sessionRows
+	if more {
+		rs = rs[:sessionRows]
+	}
+	if back {
+		slices.Reverse(rs)
+	}
+	p := &chainPage{Rows: rs}
+	if len(rs) == 0 {
+		return p, nil
+	}
+	first, last := rs[0], rs[len(rs)-1]
+	// Whether anything comes the other way: the cursor's own receipt, or
+	// nothing when the cursor is not in the chain.
+	other := "SELECT EXISTS (SELECT 1 FROM entries e" + where + "(e.seq, e.idx) < (?, ?))"
+	at := first
+	if back {
+		other = "SELECT EXISTS (SELECT 1 FROM entries e" + where + "(e.seq, e.idx) > (?, ?))"
+		at = last
+	}
+	var beyond bool
+	if err := e.idx.db.QueryRowContext(ctx, other, session, v.size, at.Seq, at.Index).Scan(&beyond); err != nil {
+		return nil, err
+	}
+	hasPrev, hasNext := beyond, more
+	if back {
+		hasPrev, hasNext = more, beyond
+	}
+	if hasPrev {
+		p.First, p.Prev = "?", fmt.Sprintf("?before=%d.%d", first.Seq, first.Index)
+	}
+	if hasNext {
+		p.Next = fmt.Sprintf("?after=%d.%d", last.Seq, last.Index)
+	}
+	return p, nil
+}
+
+// chainCursor reads the name=SEQUENCE.ENTRY of a page in chain order (a
+// place in it: after= the last receipt of the page before, before= the
+// first of the page after). Without one it returns a place before every
+// receipt; a malformed one is answered 400.
+func chainCursor(w http.ResponseWriter, r *http.Request, name string) (seq, idx int64, ok bool) {
+	c := r.URL.Query().Get(name)
 	if c == "" {
 		return -1 << 62, -1, true
 	}
@@ -1198,7 +1281,7 @@ func chainCursor(w http.ResponseWriter, r *http.Request) (seq, idx int64, ok boo
 	seq, err1 := strconv.ParseInt(a, 10, 64)
 	idx, err2 := strconv.ParseInt(b, 10, 64)
 	if !cut || err1 != nil || err2 != nil {
-		httpError(w, http.StatusBadRequest, "after is SEQUENCE.ENTRY")
+		httpError(w, http.StatusBadRequest, name+" is SEQUENCE.ENTRY")
 		return 0, 0, false
 	}
 	return seq, idx, true
@@ -1278,7 +1361,7 @@ func (e *Explorer) jsonl(w http.ResponseWriter, r *http.Request, v *view, cond s
 	q := "SELECT e.idx, e.seq, e.leaf FROM entries e WHERE (" + cond + ") AND "
 	qargs := append([]any{}, args...)
 	if inChain {
-		seq, idx, ok := chainCursor(w, r)
+		seq, idx, ok := chainCursor(w, r, "after")
 		if !ok {
 			return
 		}
