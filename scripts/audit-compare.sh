@@ -45,10 +45,10 @@ for cmd in audit monitor; do
 	awk -v cmd="$cmd" -v n="$n" '
 		function med(a, k) { return k % 2 ? a[(k+1)/2] : (a[k/2] + a[k/2+1]) / 2 }
 		FNR == 1 { f++ }
-		f == 1 { oc[++ko] = $1; or[ko] = $2 } f == 2 { nc[++kn] = $1; nr[kn] = $2 }
+		f == 1 { oc[++ko] = $1; ro[ko] = $2 } f == 2 { nc[++kn] = $1; rn[kn] = $2 }
 		END {
-			asort(or); asort(nr)
+			asort(ro); asort(rn)
 			printf "%s median: cpu %.1f -> %.1f s (%.0f -> %.0f µs/receipt, %.2fx), peak RSS %.0f -> %.0f MB (%.2fx)\n", cmd,
 				med(oc, ko), med(nc, kn), 1e6*med(oc, ko)/n, 1e6*med(nc, kn)/n, med(nc, kn)/med(oc, ko),
-				med(or, ko)/1024, med(nr, kn)/1024, med(nr, kn)/med(or, ko)}' "$out/$cmd-old" "$out/$cmd-new"
+				med(ro, ko)/1024, med(rn, kn)/1024, med(rn, kn)/med(ro, ko)}' "$out/$cmd-old" "$out/$cmd-new"
 done
