@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,7 +178,7 @@ func newProject(t *testing.T) *project {
 func (p *project) cmd(t *testing.T, stdin []byte, args ...string) *exec.Cmd {
 	cmd := exec.Command(docket(t), args...)
 	cmd.Dir = p.dir
-	cmd.Env = p.env
+	cmd.Env = slices.Clip(p.env) // callers append to it from several goroutines
 	cmd.Stdin = bytes.NewReader(stdin)
 	return cmd
 }

@@ -343,8 +343,10 @@ func (d *driver) Appender(ctx context.Context, opts *tessera.AppendOptions) (*te
 		if err := d.g.Tripped(); err != nil {
 			return func() (tessera.Index, error) { return tessera.Index{}, err }
 		}
-		f := add(ctx, e)
+		// The hash before the entry is handed over: Tessera's sequencer
+		// writes the entry's index into it from its own goroutine.
 		h := [32]byte(e.LeafHash())
+		f := add(ctx, e)
 		return func() (tessera.Index, error) {
 			i, err := f()
 			d.idx.Appended(h)
