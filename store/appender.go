@@ -154,6 +154,10 @@ func (s *Store) holder(session string) *Appender {
 	}
 	if n < s.holdRecent {
 		evict = nil
+	} else {
+		// Out of the map before the lock is let go, so that no one sees
+		// more than n held; its files are closed once its append is done.
+		delete(s.held, evict.name)
 	}
 	s.held[name] = a
 	return a
