@@ -30,13 +30,7 @@ import (
 // floor, Ed25519 verifications per second on every core of this machine.
 // Run it alone: go test ./explorer -run '^$' -bench BenchmarkExplore -benchtime 1x.
 func BenchmarkExplore(b *testing.B) {
-	n := 200_000
-	if s := os.Getenv("DOCKET_EXPLORE_BENCH_N"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchN(b, "DOCKET_EXPLORE_BENCH_N", 200_000)
 	bin := os.Getenv("DOCKET_BIN")
 	if bin == "" {
 		bin = filepath.Join(b.TempDir(), "docket")
@@ -324,4 +318,18 @@ func (p *exploreProcess) stop(b *testing.B) int64 {
 	p.cmd.Process.Signal(syscall.SIGINT)
 	p.cmd.Wait()
 	return hwm
+}
+
+// benchN is the entry count the environment variable name sets, def when
+// it is unset.
+func benchN(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	return n
 }

@@ -3,9 +3,7 @@ package explorer
 import (
 	"crypto/sha256"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -16,13 +14,7 @@ import (
 // executions), committed chunk by chunk into a fresh index, as a cold
 // catch-up writes them. Reported per entry.
 func BenchmarkIndexCommit(b *testing.B) {
-	n := 100_000
-	if s := os.Getenv("DOCKET_INDEX_BENCH_N"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchN(b, "DOCKET_INDEX_BENCH_N", 100_000)
 	rows := benchRows(n)
 	var before, after syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
